@@ -1,0 +1,71 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// ToolKind values carried by hook events so policies can tell a code-mode cell from a shell
+// command that shares the tool name `exec` (X5).
+const (
+	ToolKindCodeModeExec = "code_mode_exec"
+	ToolKindCodeModeWait = "code_mode_wait"
+	ToolKindTool         = "tool"
+)
+
+// ToolCallEvent is what a before_tool_call hook sees: a nested catalog call made by a cell, or
+// the exec/wait call itself.
+type ToolCallEvent struct {
+	// ToolID is the catalog id (native:core:read, mcp:github:create_issue) or "exec"/"wait".
+	ToolID string `json:"toolId"`
+	// ToolName is the tool's own name.
+	ToolName string `json:"toolName"`
+	// Source of the tool; empty for exec/wait.
+	Source Source `json:"source,omitempty"`
+	// ToolKind is ToolKindCodeModeExec for a code-mode exec, ToolKindTool for nested calls.
+	ToolKind string `json:"toolKind"`
+	// ToolInputKind is "javascript" or "typescript" for a code-mode exec.
+	ToolInputKind string          `json:"toolInputKind,omitempty"`
+	Input         json.RawMessage `json:"input"`
+	Run           RunContext      `json:"run"`
+	// ParentCallID identifies the code-mode exec call that made a nested call.
+	ParentCallID string `json:"parentCallId,omitempty"`
+	// Nested is true for calls made from a cell.
+	Nested bool `json:"nested"`
+}
+
+// HookDecision is a hook's verdict. The zero value lets the call proceed unchanged.
+type HookDecision struct {
+	// Block refuses the call with Reason (the guest sees a catchable error).
+	Block  bool
+	Reason string
+	// Input, when non-nil, replaces the call's input (a trusted rewrite).
+	Input json.RawMessage
+}
+
+// BeforeToolCallHook inspects, rewrites or blocks a call before it runs. Hooks run in
+// registration order; the first block wins; rewrites chain.
+type BeforeToolCallHook func(ctx context.Context, ev *ToolCallEvent) (HookDecision, error)
+
+// ApprovalPolicy decides whether a call needs and gets approval (after hooks, before the tool).
+// Returning false refuses the call with reason.
+type ApprovalPolicy interface {
+	Approve(ctx context.Context, ev *ToolCallEvent) (approved bool, reason string, err error)
+}
+
+// ToolCallRecord is emitted after every nested call for transcripts and audit (E2).
+type ToolCallRecord struct {
+	ParentCallID string          `json:"parentCallId,omitempty"`
+	CallID       string          `json:"callId"`
+	ToolID       string          `json:"toolId"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	IsError      bool            `json:"isError,omitempty"`
+	Error        string          `json:"error,omitempty"`
+	DurationMs   int64           `json:"durationMs"`
+	Run          RunContext      `json:"run"`
+}
+
+// Observer receives trajectory events. Implementations must be quick and safe for concurrent use.
+type Observer interface {
+	ToolCall(rec ToolCallRecord)
+}

@@ -1,0 +1,157 @@
+package api
+
+import "encoding/json"
+
+// Status values of an ExecResult.
+const (
+	StatusCompleted = "completed"
+	StatusWaiting   = "waiting"
+	StatusFailed    = "failed"
+)
+
+// Error codes (SPEC Z).
+const (
+	CodeInvalidInput       = "invalid_input"
+	CodeRuntimeUnavailable = "runtime_unavailable"
+	CodeTimeout            = "timeout"
+	CodeOutputLimit        = "output_limit_exceeded"
+	CodeSnapshotLimit      = "snapshot_limit_exceeded"
+	CodeInternal           = "internal_error"
+)
+
+// Waiting reasons.
+const (
+	ReasonPendingTools = "pending_tools"
+	ReasonYield        = "yield"
+)
+
+// ExecResult is the CodeModeResult union returned by exec and wait (SPEC §3). Exactly the fields
+// of its Status are set; MarshalJSON writes only those.
+type ExecResult struct {
+	Status string
+	// completed
+	Value json.RawMessage
+	// waiting
+	RunID            string
+	Reason           string
+	PendingToolCalls []PendingToolCall
+	ReplaySafe       bool
+	// failed
+	Error string
+	Code  string
+
+	Output    []Output
+	Telemetry Telemetry
+}
+
+// PendingToolCall describes a nested call still running when a run suspended.
+type PendingToolCall struct {
+	ID        string `json:"id"`
+	Tool      string `json:"tool"`
+	RunningMs int64  `json:"runningMs"`
+}
+
+// Output is one entry of the output array: {type:"text", text} or {type:"json", value}.
+type Output struct {
+	Type  string          `json:"type"`
+	Text  string          `json:"text,omitempty"`
+	Value json.RawMessage `json:"value,omitempty"`
+}
+
+// MarshalJSON writes exactly the fields of the entry's type.
+func (o Output) MarshalJSON() ([]byte, error) {
+	if o.Type == "json" {
+		v := o.Value
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		return json.Marshal(struct {
+			Type  string          `json:"type"`
+			Value json.RawMessage `json:"value"`
+		}{o.Type, v})
+	}
+	return json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{o.Type, o.Text})
+}
+
+// Telemetry is reported on every result (Y1). Counts are cumulative for the run.
+type Telemetry struct {
+	CatalogSize   int          `json:"catalogSize"`
+	Sources       SourceCounts `json:"sources"`
+	SearchCount   int          `json:"searchCount"`
+	DescribeCount int          `json:"describeCount"`
+	CallCount     int          `json:"callCount"`
+	VisibleTools  []string     `json:"visibleTools"`
+	DurationMs    int64        `json:"durationMs"`
+}
+
+// SourceCounts splits the catalog size by source.
+type SourceCounts struct {
+	Native int `json:"native"`
+	MCP    int `json:"mcp"`
+	Client int `json:"client"`
+}
+
+// MarshalJSON writes the union member selected by Status.
+func (r ExecResult) MarshalJSON() ([]byte, error) {
+	tel := r.Telemetry
+	if tel.VisibleTools == nil {
+		tel.VisibleTools = []string{}
+	}
+	switch r.Status {
+	case StatusCompleted:
+		v := r.Value
+		if len(v) == 0 {
+			v = json.RawMessage("null")
+		}
+		return json.Marshal(struct {
+			Status    string          `json:"status"`
+			Value     json.RawMessage `json:"value"`
+			Output    []Output        `json:"output,omitempty"`
+			Telemetry Telemetry       `json:"telemetry"`
+		}{r.Status, v, r.Output, tel})
+	case StatusWaiting:
+		return json.Marshal(struct {
+			Status           string            `json:"status"`
+			RunID            string            `json:"runId"`
+			Reason           string            `json:"reason"`
+			PendingToolCalls []PendingToolCall `json:"pendingToolCalls,omitempty"`
+			ReplaySafe       bool              `json:"replaySafe,omitempty"`
+			Output           []Output          `json:"output,omitempty"`
+			Telemetry        Telemetry         `json:"telemetry"`
+		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.ReplaySafe, r.Output, tel})
+	default:
+		return json.Marshal(struct {
+			Status    string    `json:"status"`
+			Error     string    `json:"error"`
+			Code      string    `json:"code,omitempty"`
+			Output    []Output  `json:"output,omitempty"`
+			Telemetry Telemetry `json:"telemetry"`
+		}{StatusFailed, r.Error, r.Code, r.Output, tel})
+	}
+}
+
+// UnmarshalJSON reads any member of the union.
+func (r *ExecResult) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Status           string            `json:"status"`
+		Value            json.RawMessage   `json:"value"`
+		RunID            string            `json:"runId"`
+		Reason           string            `json:"reason"`
+		PendingToolCalls []PendingToolCall `json:"pendingToolCalls"`
+		ReplaySafe       bool              `json:"replaySafe"`
+		Error            string            `json:"error"`
+		Code             string            `json:"code"`
+		Output           []Output          `json:"output"`
+		Telemetry        Telemetry         `json:"telemetry"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
+		PendingToolCalls: w.PendingToolCalls, ReplaySafe: w.ReplaySafe, Error: w.Error, Code: w.Code,
+		Output: w.Output, Telemetry: w.Telemetry}
+	return nil
+}

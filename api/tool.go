@@ -1,0 +1,125 @@
+// Package api holds the types shared by the codemode runtime, its internal packages and the
+// programs that embed it: the tool model, the exec/wait result union and the hook interfaces.
+// It has no behaviour and no dependencies beyond the standard library, so every layer can import
+// it without cycles (the same reason wazero keeps its api package tiny).
+package api
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Source says where a tool comes from. It decides trust: native tools are code compiled into or
+// loaded by the embedding process (trusted metadata, output contracts honoured); MCP and client
+// tools describe themselves over a wire (untrusted metadata).
+type Source string
+
+const (
+	// SourceNative covers core tools and plugin tools (the seed's "openclaw" source).
+	SourceNative Source = "native"
+	SourceMCP    Source = "mcp"
+	SourceClient Source = "client"
+)
+
+// CoreOwner is the owner id of the runtime's own tools: their catalog ids are native:core:<name>.
+const CoreOwner = "core"
+
+// Tool is one tool, whatever its source. Native Go tools, plugin tools, MCP tools (registered by
+// the MCP layer) and per-run client tools all use this type.
+type Tool struct {
+	// Name is the tool's name as a model would see it in direct exposure (e.g. "read").
+	Name string
+	// Label is an optional human title.
+	Label string
+	// Description is prose for the model. For untrusted sources it never reaches the prompt.
+	Description string
+	// InputSchema is the JSON Schema of the input object (raw, key order preserved).
+	InputSchema json.RawMessage
+	// OutputSchema optionally declares the JSON `details` value the tool returns (O1–O2). Only
+	// native tools' schemas become hints; an invalid schema makes the tool unusable (O4).
+	OutputSchema json.RawMessage
+
+	// Source and Owner make the catalog id <source>:<owner>:<name>. For native tools Owner is
+	// "core" or the plugin id; for MCP tools the server name; for client tools the client id.
+	Source Source
+	Owner  string
+
+	// DirectOnly tools stay visible to the model in code mode because their results cannot
+	// cross a JSON bridge (images, screens). They are never catalogued.
+	DirectOnly bool
+	// ReadOnly declares the tool free of side effects and safe to replay after a restart (W6).
+	ReadOnly bool
+
+	// Execute runs the tool. Input is the JSON input object.
+	Execute func(ctx context.Context, call *Call) (*Result, error)
+}
+
+// ID returns the catalog id <source>:<owner>:<name> (K2).
+func (t *Tool) ID() string {
+	src := t.Source
+	if src == "" {
+		src = SourceNative
+	}
+	owner := t.Owner
+	if owner == "" {
+		owner = CoreOwner
+	}
+	return string(src) + ":" + owner + ":" + t.Name
+}
+
+// Call is one invocation of a tool.
+type Call struct {
+	ToolID string
+	Input  json.RawMessage
+	Run    RunContext
+	// ParentCallID is the code-mode exec call that made this nested call, if any.
+	ParentCallID string
+	// Update streams partial progress when the caller supports it (may be nil).
+	Update func(ContentBlock)
+}
+
+// Result is what a tool returns: content blocks for a human or model, and a JSON `details` value
+// for programs (tools.callValue returns it).
+type Result struct {
+	Content []ContentBlock  `json:"content"`
+	Details json.RawMessage `json:"details,omitempty"`
+	IsError bool            `json:"isError,omitempty"`
+}
+
+// ContentBlock is one piece of a tool result (MCP-compatible shape).
+type ContentBlock struct {
+	Type     string          `json:"type"` // text | image | audio | resource | resource_link
+	Text     string          `json:"text,omitempty"`
+	Data     string          `json:"data,omitempty"` // base64 for image/audio
+	MimeType string          `json:"mimeType,omitempty"`
+	URI      string          `json:"uri,omitempty"`
+	Resource json.RawMessage `json:"resource,omitempty"`
+}
+
+// TextResult is a convenience for tools that return text and a JSON details value.
+func TextResult(text string, details any) (*Result, error) {
+	r := &Result{Content: []ContentBlock{{Type: "text", Text: text}}}
+	if details != nil {
+		b, err := json.Marshal(details)
+		if err != nil {
+			return nil, err
+		}
+		r.Details = b
+	}
+	return r, nil
+}
+
+// RunContext identifies the agent run a tool call belongs to (A1, E1). Catalogs, suspended runs
+// and hooks are scoped by it.
+type RunContext struct {
+	AgentID    string `json:"agentId,omitempty"`
+	SessionKey string `json:"sessionKey,omitempty"`
+	SessionID  string `json:"sessionId,omitempty"`
+	RunID      string `json:"runId,omitempty"`
+	SenderID   string `json:"senderId,omitempty"`
+	Channel    string `json:"channel,omitempty"`
+	// DisableTools marks a run that intentionally has no tools (A7).
+	DisableTools bool `json:"disableTools,omitempty"`
+	// Raw marks a raw model call without tools (A7).
+	Raw bool `json:"raw,omitempty"`
+}

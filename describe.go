@@ -1,0 +1,44 @@
+package codemode
+
+import (
+	"strings"
+
+	"github.com/codemode-go/codemode/internal/catalog"
+)
+
+// execDescription is the model-visible description of exec: how to write a cell, the guest API,
+// the `-> ?` rule (Q2), whether MCP servers and their virtual declaration files exist (Q4, M3),
+// and the quick index of trusted tools (Q1). It contains no tool descriptions.
+func execDescription(cat *catalog.Catalog, languages []string) string {
+	var b strings.Builder
+	b.WriteString("Run a short ")
+	b.WriteString(strings.Join(languages, " or "))
+	b.WriteString(` program in a sandbox to use the tool catalog: search it, call tools (in parallel with Promise.all), loop, join and filter, then return only what you need. The code is the body of an async function: use await and return a JSON-compatible value. There is no import/require, filesystem, network or environment: everything goes through these globals.
+- tools.search(query, {limit?}) → [{id, name, description, input, output?}]; tools.describe(id) → the same plus full JSON schemas; ALL_TOOLS lists every entry.
+- tools.callValue(id, input) → the tool's JSON value; tools.call(id, input) → the raw {tool, result}; tools.<name>(input) is a shorthand where shown below. A failed call throws a catchable Error with .code.
+- text(value), json(value) and console.log(...) add to the result's output; yield_control(reason) suspends the run and returns "waiting".
+- If the result is "waiting" (slow tools are still running), call wait with its runId.
+Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> ?" means unknown: return the raw value first, look at it, and filter or transform it in a later exec instead of guessing field names (also when a declared value feeds a "-> ?" call).
+`)
+	if servers := cat.Servers(); len(servers) > 0 {
+		b.WriteString(`MCP servers are connected: MCP.$search(query, {limit?, server?}) → [{server, tool, call, description, input}], then call a tool as MCP.<server>.<tool>({...}) with one object argument (it returns {content, structuredContent?, isError?}). Typed declarations are virtual files: await API.list("mcp") and await API.read("mcp/<server>.d.ts"); MCP.<server>.$api(toolName?) returns one tool's declaration inline. MCP tools are not in ALL_TOOLS or tools.*. Servers: `)
+		for i, s := range servers {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			if i == 40 {
+				b.WriteString("… (API.list(\"mcp\") has them all)")
+				break
+			}
+			b.WriteString("MCP." + s.JS)
+		}
+		b.WriteString(".\n")
+	}
+	if qi := cat.QuickIndex(); qi != "" {
+		b.WriteString("Tools (call → input -> output):\n")
+		b.WriteString(qi)
+	} else if len(cat.Guest()) == 0 && len(cat.Servers()) == 0 {
+		b.WriteString("The catalog is empty in this run.\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,334 @@
+// Package catalog builds a run's tool catalog (K1–K5): policy filtering, catalog ids, the compact
+// entries cells see in ALL_TOOLS, safe convenience names, compiled output contracts, the search
+// indexes and the quick index of the exec description. A Catalog is immutable and may be shared
+// by every run whose effective tool set is the same (Cache).
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/schemahint"
+	"github.com/codemode-go/codemode/internal/search"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// ControlTools are never catalogued (K3, A8, S9): code mode's own wait, and the tool-search
+// control tools. A tool named `exec` in the effective list is the shell tool (A11) and IS
+// catalogued; code mode's own exec is added to the model surface, never to the list.
+var ControlTools = map[string]bool{
+	"wait": true, "tool_search_code": true, "tool_search": true, "tool_describe": true, "tool_call": true,
+}
+
+// Helpers a convenience name may never shadow (G3, S10).
+var reservedSafeNames = map[string]bool{
+	"search": true, "describe": true, "call": true, "callValue": true,
+	"__proto__": true, "constructor": true, "prototype": true, "then": true,
+}
+
+// Bounds on what one entry may put in front of a cell or the model.
+const (
+	hintLen        = 240    // compact input/output hints
+	entryDescLen   = 400    // description in ALL_TOOLS / search results
+	describeDescLn = 8000   // description in tools.describe
+	maxSchemaBytes = 256000 // a larger input schema is "unknown" (still sent raw by describe, bounded)
+)
+
+// Entry is one catalogued tool.
+type Entry struct {
+	Tool *api.Tool
+	ID   string
+	// Input and Output are the compact hints; Output is "" unless the tool is native and its
+	// declared output schema renders completely (G1, O3).
+	Input  string
+	Output string
+	// SafeName is the tools.<name> convenience (guest-visible entries only), or "".
+	SafeName string
+	// JSServer/JSName are the MCP namespace identifiers (MCP entries only, M4).
+	JSServer, JSName string
+	contract         *jsonschema.Schema
+	contractErr      error
+	mcpHintOnce      sync.Once
+	mcpHint          string
+}
+
+// Guest reports whether the entry is visible through ALL_TOOLS and tools.* (MCP entries are not, K4).
+func (e *Entry) Guest() bool { return e.Tool.Source != api.SourceMCP }
+
+// ContractError is non-nil when the tool declared an invalid output schema: it cannot run (O4).
+func (e *Entry) ContractError() error { return e.contractErr }
+
+// Contract is the compiled output schema, or nil.
+func (e *Entry) Contract() *jsonschema.Schema { return e.contract }
+
+// Catalog is a run catalog.
+type Catalog struct {
+	Entries []*Entry // K1 order
+	// DirectOnly are the tools that stay visible to the model (never catalogued).
+	DirectOnly []*api.Tool
+	byID       map[string]*Entry
+	guest      []*Entry
+	mcp        []*Entry
+	guestIndex *search.Index
+	mcpIndex   *search.Index
+	servers    []MCPServer
+	quickIndex string
+	warnings   []string
+	files      apiFiles
+}
+
+// MCPServer groups the MCP entries of one server.
+type MCPServer struct {
+	Name    string
+	JS      string
+	Entries []*Entry
+}
+
+// Build creates a catalog from the run's effective tools after policy (A2–A6, K1–K3). tools must
+// already be in source order (core, bundled plugins, external plugins, MCP, client); Build keeps
+// that order stable within each source.
+func Build(tools []*api.Tool, p Policy) *Catalog {
+	c := &Catalog{byID: map[string]*Entry{}}
+	rank := func(t *api.Tool) int {
+		switch {
+		case t.Source == api.SourceMCP:
+			return 2
+		case t.Source == api.SourceClient:
+			return 3
+		case t.Owner == "" || t.Owner == api.CoreOwner:
+			return 0
+		default:
+			return 1
+		}
+	}
+	ordered := make([]*api.Tool, 0, len(tools))
+	for _, t := range tools {
+		if t != nil && t.Name != "" {
+			ordered = append(ordered, t)
+		}
+	}
+	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i]) < rank(ordered[j]) })
+	for _, t := range ordered {
+		if ControlTools[t.Name] || !p.Permits(t) {
+			continue
+		}
+		if t.DirectOnly {
+			c.DirectOnly = append(c.DirectOnly, t)
+			continue
+		}
+		id := t.ID()
+		if _, dup := c.byID[id]; dup {
+			c.warnings = append(c.warnings, fmt.Sprintf("duplicate tool id %s: later definition ignored", id))
+			continue
+		}
+		e := &Entry{Tool: t, ID: id}
+		if t.Source == api.SourceMCP || t.Source == api.SourceClient {
+			e.Input = "unknown" // untrusted schemas stay deferred until describe (G1)
+		} else {
+			e.Input = inputHint(t.InputSchema)
+			e.Output, e.contract, e.contractErr = outputContract(id, t.OutputSchema)
+		}
+		c.Entries = append(c.Entries, e)
+		c.byID[id] = e
+		if e.Guest() {
+			c.guest = append(c.guest, e)
+		} else {
+			c.mcp = append(c.mcp, e)
+		}
+	}
+	c.assignSafeNames()
+	c.assignMCPNames()
+	c.guestIndex = search.NewIndex(docs(c.guest, true))
+	c.mcpIndex = search.NewIndex(docs(c.mcp, false))
+	c.quickIndex = renderQuickIndex(c)
+	return c
+}
+
+func docs(entries []*Entry, trustedParams bool) []search.Doc {
+	out := make([]search.Doc, len(entries))
+	for i, e := range entries {
+		out[i] = search.Doc{
+			ID: e.ID, Name: e.Tool.Name, Title: e.Tool.Label, Description: e.Tool.Description,
+			Params: paramNames(e.Tool.InputSchema), Group: e.Tool.Owner,
+		}
+	}
+	_ = trustedParams // MCP parameter names feed ranking only; they are never shown from here
+	return out
+}
+
+func paramNames(raw []byte) []string {
+	if len(raw) == 0 || len(raw) > maxSchemaBytes {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	names := make([]string, 0, len(s.Properties))
+	for n := range s.Properties {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func inputHint(raw []byte) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	if len(raw) > maxSchemaBytes {
+		return "unknown"
+	}
+	s, err := schemahint.Parse(raw)
+	if err != nil {
+		return "unknown"
+	}
+	return schemahint.InputHint(s, hintLen)
+}
+
+// refusingLoader keeps schema compilation offline: no file:// or http(s):// refs (DESIGN.md).
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
+}
+
+func outputContract(id string, raw []byte) (string, *jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return "", nil, nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return "", nil, fmt.Errorf("output schema of %s is not JSON: %v", id, err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.UseLoader(refusingLoader{})
+	loc := "mem:///" + strings.NewReplacer(":", "/").Replace(id) + ".json"
+	if err := comp.AddResource(loc, doc); err != nil {
+		return "", nil, fmt.Errorf("output schema of %s: %v", id, err)
+	}
+	sch, err := comp.Compile(loc)
+	if err != nil {
+		return "", nil, fmt.Errorf("output schema of %s is invalid: %v", id, err)
+	}
+	hint := ""
+	if s, err := schemahint.Parse(raw); err == nil {
+		if h, ok := schemahint.OutputHint(s, hintLen); ok {
+			hint = h
+		}
+	}
+	return hint, sch, nil
+}
+
+// safeName normalises a tool name to a JS identifier, or "" if it has no usable form.
+func safeName(name string) string {
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+			b.WriteRune(r)
+		case r >= '0' && r <= '9':
+			if i == 0 {
+				b.WriteByte('_')
+			}
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	s := b.String()
+	if s == "" || strings.Trim(s, "_") == "" || jsReserved[s] {
+		return ""
+	}
+	return s
+}
+
+// assignSafeNames installs tools.<name> only for unambiguous names (G3): if two guest tools
+// normalise to the same name, neither gets it.
+func (c *Catalog) assignSafeNames() {
+	count := map[string]int{}
+	for _, e := range c.guest {
+		if n := safeName(e.Tool.Name); n != "" {
+			count[n]++
+		}
+	}
+	for _, e := range c.guest {
+		n := safeName(e.Tool.Name)
+		if n != "" && count[n] == 1 && !reservedSafeNames[n] {
+			e.SafeName = n
+		}
+	}
+}
+
+// Lookup finds an entry by exact catalog id. Denied and control tools are not in the catalog,
+// so a guessed id finds nothing (K3).
+func (c *Catalog) Lookup(id string) *Entry { return c.byID[id] }
+
+// Guest returns the entries of ALL_TOOLS and tools.* (no MCP entries, K4).
+func (c *Catalog) Guest() []*Entry { return c.guest }
+
+// MCP returns the MCP entries.
+func (c *Catalog) MCP() []*Entry { return c.mcp }
+
+// Servers returns the MCP servers with visible tools, in catalog order.
+func (c *Catalog) Servers() []MCPServer { return c.servers }
+
+// Warnings lists problems found while building (duplicates, invalid contracts).
+func (c *Catalog) Warnings() []string { return c.warnings }
+
+// QuickIndex is the bounded index appended to the exec description (Q1).
+func (c *Catalog) QuickIndex() string { return c.quickIndex }
+
+// Counts returns the catalog size by source (Y1).
+func (c *Catalog) Counts() api.SourceCounts {
+	var s api.SourceCounts
+	for _, e := range c.Entries {
+		switch e.Tool.Source {
+		case api.SourceMCP:
+			s.MCP++
+		case api.SourceClient:
+			s.Client++
+		default:
+			s.Native++
+		}
+	}
+	return s
+}
+
+// Search ranks guest entries (K5).
+func (c *Catalog) Search(query string, limit int) []*Entry {
+	hits := c.guestIndex.Search(query, limit)
+	out := make([]*Entry, len(hits))
+	for i, h := range hits {
+		out[i] = c.guest[h.Doc]
+	}
+	return out
+}
+
+// SearchMCP ranks MCP entries, optionally of one server (by server name or JS name).
+func (c *Catalog) SearchMCP(query string, limit int, server string) []*Entry {
+	var keep func(int) bool
+	if server != "" {
+		keep = func(i int) bool {
+			e := c.mcp[i]
+			return e.Tool.Owner == server || e.JSServer == server
+		}
+	}
+	hits := c.mcpIndex.SearchFilter(query, limit, keep)
+	out := make([]*Entry, len(hits))
+	for i, h := range hits {
+		out[i] = c.mcp[h.Doc]
+	}
+	return out
+}
+
+// ErrUnknownTool is returned for ids not in the catalog.
+var ErrUnknownTool = errors.New("unknown tool")

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/gateway"
+)
+
+// runExec implements `codemode exec`: one cell, every exec/wait result as a JSON line. Exit 0
+// when the last result is completed, 1 when failed, 2 for usage or config errors.
+func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("exec", stderr)
+	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
+	lang := fs.String("language", "", "javascript or typescript (default: from the file extension, else javascript)")
+	code := fs.String("code", "", "the cell's code")
+	noWait := fs.Bool("no-wait", false, "print only the first result, even if it is waiting")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codemode exec [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	var src string
+	switch {
+	case isFlagSet(fs, "code") && len(pos) > 0:
+		fmt.Fprintln(stderr, "codemode exec: give either --code or a FILE (or - for stdin), not both")
+		return exitUsage
+	case isFlagSet(fs, "code"):
+		src = *code
+	case len(pos) == 1:
+		var b []byte
+		if pos[0] == "-" {
+			b, err = io.ReadAll(io.LimitReader(stdin, 16<<20))
+		} else {
+			b, err = os.ReadFile(pos[0])
+			if *lang == "" && strings.EqualFold(filepath.Ext(pos[0]), ".ts") {
+				*lang = "typescript"
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "codemode exec:", err)
+			return exitUsage
+		}
+		src = string(b)
+	case len(pos) > 1:
+		fmt.Fprintf(stderr, "codemode exec: one FILE at a time (got %d)\n", len(pos))
+		return exitUsage
+	default:
+		fs.Usage()
+		return exitUsage
+	}
+	if *lang == "" {
+		*lang = "javascript"
+	}
+	if *lang != "javascript" && *lang != "typescript" {
+		fmt.Fprintf(stderr, "codemode exec: --language must be javascript or typescript, not %q\n", *lang)
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	if !cfg.Tools.CodeMode.Enabled {
+		fmt.Fprintln(stderr, "codemode exec: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
+		return exitUsage
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode exec:", err)
+		return exitFailed
+	}
+	defer g.Close()
+	s := g.Surface(api.RunContext{AgentID: "cli", SessionKey: "cli", RunID: "cli"}, nil)
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	res := s.ExecInput(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
+	for i := 2; ; i++ {
+		if err := enc.Encode(res); err != nil {
+			fmt.Fprintln(stderr, "codemode exec:", err)
+			return exitFailed
+		}
+		if res.Status != api.StatusWaiting || *noWait {
+			break
+		}
+		res = s.WaitInput(ctx, fmt.Sprintf("wait_%d", i), codemode.WaitInput{RunID: res.RunID})
+	}
+	switch res.Status {
+	case api.StatusCompleted:
+		return exitOK
+	case api.StatusWaiting:
+		return exitOK
+	default:
+		return exitFailed
+	}
+}

@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/gateway"
+)
+
+// runTools prints the model-facing tool list exactly as a model would receive it: an array of
+// {name, description, inputSchema}.
+func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("tools", stderr)
+	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) > 0 {
+		fmt.Fprintf(stderr, "codemode tools: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode tools:", err)
+		return exitFailed
+	}
+	defer g.Close()
+	s := g.Surface(api.RunContext{AgentID: "cli", SessionKey: "cli"}, nil)
+	tools := s.Tools
+	if tools == nil {
+		tools = []codemode.ModelTool{}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(tools); err != nil {
+		fmt.Fprintln(stderr, "codemode tools:", err)
+		return exitFailed
+	}
+	return exitOK
+}

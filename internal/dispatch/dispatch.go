@@ -1,0 +1,478 @@
+// Package dispatch answers a cell's bridge requests: searches and descriptions from the run
+// catalog, and nested tool calls through the same path as any tool call — exact-id lookup,
+// restart-safety, before_tool_call hooks, approval, the tool, the output-contract check — with
+// results crossing back as plain JSON (E1, O4, G4).
+package dispatch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// MaxResultBytes bounds one nested result crossing into the VM.
+const MaxResultBytes = 8 << 20
+
+// Resources reaches MCP resources and prompts (M2); nil when no MCP layer is present.
+type Resources interface {
+	ListResources(ctx context.Context, server string) (json.RawMessage, error)
+	ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error)
+	ListPrompts(ctx context.Context, server string) (json.RawMessage, error)
+	GetPrompt(ctx context.Context, server, name string, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Counters are the run's cumulative telemetry (Y1).
+type Counters struct {
+	Search, Describe, Call atomic.Int64
+}
+
+// Dispatcher implements sandbox.Host for one run.
+type Dispatcher struct {
+	Catalog *catalog.Catalog
+	// Tools are the run's own implementations by catalog id. The catalog may be shared between
+	// runs with identical tool definitions; execution always uses this run's tools (A9).
+	Tools        map[string]*api.Tool
+	Run          api.RunContext
+	ParentCallID string
+	Hooks        []api.BeforeToolCallHook
+	Approvals    api.ApprovalPolicy
+	Observer     api.Observer
+	Resources    Resources
+	// RestartSafe refuses calls to tools not declared read-only (W6).
+	RestartSafe bool
+	// SearchLimit maps a requested limit to the effective one (config rules).
+	SearchLimit func(requested int) int
+	Counters    *Counters
+	nextCall    atomic.Int64
+}
+
+// Sync answers requests that never leave the host.
+func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
+	switch op {
+	case "search":
+		var p struct {
+			Query string   `json:"query"`
+			Limit *float64 `json:"limit"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		d.Counters.Search.Add(1)
+		entries := d.Catalog.Search(p.Query, d.limit(p.Limit))
+		out := make([]map[string]any, len(entries))
+		for i, e := range entries {
+			out[i] = e.JSON()
+		}
+		return json.Marshal(out)
+	case "describe":
+		var p struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		d.Counters.Describe.Add(1)
+		e, err := d.guestEntry(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(e.DescribeJSON())
+	case "mcp.search":
+		var p struct {
+			Query  string   `json:"query"`
+			Limit  *float64 `json:"limit"`
+			Server *string  `json:"server"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		d.Counters.Search.Add(1)
+		server := ""
+		if p.Server != nil {
+			server = *p.Server
+		}
+		entries := d.Catalog.SearchMCP(p.Query, d.limit(p.Limit), server)
+		out := make([]map[string]any, len(entries))
+		for i, e := range entries {
+			out[i] = e.MCPSearchJSON()
+		}
+		return json.Marshal(out)
+	case "mcp.api":
+		var p struct {
+			Server string  `json:"server"`
+			Tool   *string `json:"tool"`
+			Schema bool    `json:"schema"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		tool := ""
+		if p.Tool != nil {
+			tool = *p.Tool
+		}
+		return d.Catalog.APIHeader(p.Server, tool, p.Schema)
+	case "api.list":
+		var p struct {
+			Prefix string `json:"prefix"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		files, err := d.Catalog.APIList(p.Prefix)
+		if err != nil {
+			return nil, &sandbox.CallError{Name: "Error", Code: "invalid_path", Message: err.Error()}
+		}
+		return json.Marshal(files)
+	case "api.read":
+		var p struct {
+			Path string `json:"path"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		text, err := d.Catalog.APIRead(p.Path)
+		if err != nil {
+			return nil, &sandbox.CallError{Name: "Error", Code: "invalid_path", Message: err.Error()}
+		}
+		return json.Marshal(text)
+	}
+	return nil, &sandbox.CallError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+}
+
+func (d *Dispatcher) limit(l *float64) int {
+	req := 0
+	if l != nil && *l >= 1 {
+		req = int(min(*l, 1e6))
+	}
+	if d.SearchLimit == nil {
+		return max(req, 8)
+	}
+	return d.SearchLimit(req)
+}
+
+func badRequest(err error) error {
+	return &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "malformed request: " + err.Error()}
+}
+
+// guestEntry resolves an id for tools.* (K3, K4, S9).
+func (d *Dispatcher) guestEntry(id string) (*catalog.Entry, error) {
+	e := d.Catalog.Lookup(id)
+	if e == nil {
+		if id == "exec" || id == "wait" || catalog.ControlTools[id] {
+			return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+				Message: fmt.Sprintf("%q is a code-mode control tool and cannot be called from a cell", id)}
+		}
+		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+			Message: fmt.Sprintf("unknown tool id %q: use an exact id from ALL_TOOLS or tools.search(...)", id)}
+	}
+	if !e.Guest() {
+		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+			Message: fmt.Sprintf("%s is an MCP tool: call it as MCP.%s.%s({...})", id, e.JSServer, e.JSName)}
+	}
+	return e, nil
+}
+
+// PendingLabel names a nested call for pendingToolCalls.
+func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
+	var p struct {
+		ID     string `json:"id"`
+		Server string `json:"server"`
+		Tool   string `json:"tool"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	switch {
+	case p.ID != "":
+		return p.ID
+	case op == "mcp.call":
+		return "mcp:" + p.Server + ":" + p.Tool
+	case p.Server != "":
+		return op + ":" + p.Server
+	}
+	return op
+}
+
+// Async performs nested calls.
+func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]byte, error) {
+	switch op {
+	case "callValue", "call":
+		var p struct {
+			ID    string          `json:"id"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		e, err := d.guestEntry(p.ID)
+		if err != nil {
+			return nil, err
+		}
+		res, err := d.Execute(ctx, e, p.Input)
+		if err != nil {
+			return nil, err
+		}
+		if op == "call" {
+			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
+		}
+		return valueOf(e, res)
+	case "mcp.call":
+		var p struct {
+			Server string          `json:"server"`
+			Tool   string          `json:"tool"`
+			Input  json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		e := d.Catalog.Lookup("mcp:" + p.Server + ":" + p.Tool)
+		if e == nil {
+			return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+				Message: fmt.Sprintf("MCP server %q has no visible tool %q", p.Server, p.Tool)}
+		}
+		res, err := d.Execute(ctx, e, p.Input)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Details) > 0 {
+			return res.Details, nil // the MCP layer puts the McpToolResult here
+		}
+		return json.Marshal(resultJSON(res))
+	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
+		return d.resources(ctx, op, payload)
+	}
+	return nil, &sandbox.CallError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+}
+
+func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) ([]byte, error) {
+	var p struct {
+		Server    string          `json:"server"`
+		URI       string          `json:"uri"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, badRequest(err)
+	}
+	if d.Resources == nil || !d.Catalog.HasServer(p.Server) {
+		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_server", Message: fmt.Sprintf("MCP server %q is not available in this run", p.Server)}
+	}
+	d.Counters.Call.Add(1)
+	var res json.RawMessage
+	var err error
+	switch op {
+	case "mcp.resources.list":
+		res, err = d.Resources.ListResources(ctx, p.Server)
+	case "mcp.resources.read":
+		res, err = d.Resources.ReadResource(ctx, p.Server, p.URI)
+	case "mcp.prompts.list":
+		res, err = d.Resources.ListPrompts(ctx, p.Server)
+	default:
+		res, err = d.Resources.GetPrompt(ctx, p.Server, p.Name, p.Arguments)
+	}
+	if err != nil {
+		return nil, guestError(err)
+	}
+	if len(res) > MaxResultBytes {
+		return nil, &sandbox.CallError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("result is %d bytes (limit %d)", len(res), MaxResultBytes)}
+	}
+	return res, nil
+}
+
+// Execute runs one catalog entry through the shared executor path.
+func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
+	d.Counters.Call.Add(1)
+	if len(bytes.TrimSpace(input)) == 0 || bytes.Equal(bytes.TrimSpace(input), []byte("null")) {
+		input = json.RawMessage("{}")
+	}
+	callID := fmt.Sprintf("%s/%d", d.ParentCallID, d.nextCall.Add(1))
+	start := time.Now()
+	rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: callID, ToolID: e.ID, Run: d.Run}
+	res, err := d.execute(ctx, e, input, &rec)
+	rec.DurationMs = time.Since(start).Milliseconds()
+	if err != nil {
+		rec.IsError, rec.Error = true, err.Error()
+	} else if res != nil && res.IsError {
+		rec.IsError = true
+	}
+	if d.Observer != nil {
+		d.Observer.ToolCall(rec)
+	}
+	return res, err
+}
+
+func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, rec *api.ToolCallRecord) (*api.Result, error) {
+	if err := e.ContractError(); err != nil {
+		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
+	}
+	if d.RestartSafe && !e.Tool.ReadOnly {
+		return nil, &sandbox.CallError{Name: "Error", Code: "not_replay_safe",
+			Message: fmt.Sprintf("%s is not declared read-only/replay-safe and this exec is restartSafe: it was not called", e.ID)}
+	}
+	if !json.Valid(input) {
+		return nil, &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
+	}
+	ev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
+		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}
+	for _, h := range d.Hooks {
+		dec, err := h(ctx, ev)
+		if err != nil {
+			return nil, &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: fmt.Sprintf("a before_tool_call hook failed for %s: %v", e.ID, err)}
+		}
+		if dec.Block {
+			reason := dec.Reason
+			if reason == "" {
+				reason = "blocked by policy"
+			}
+			return nil, &sandbox.CallError{Name: "Error", Code: "blocked", Message: fmt.Sprintf("%s was blocked: %s", e.ID, reason)}
+		}
+		if dec.Input != nil {
+			if !json.Valid(dec.Input) {
+				return nil, &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: "a before_tool_call hook rewrote the input to invalid JSON"}
+			}
+			ev.Input = dec.Input
+		}
+	}
+	rec.Input = ev.Input
+	if d.Approvals != nil {
+		ok, reason, err := d.Approvals.Approve(ctx, ev)
+		if err != nil {
+			return nil, &sandbox.CallError{Name: "Error", Code: "approval_failed", Message: fmt.Sprintf("approval for %s failed: %v", e.ID, err)}
+		}
+		if !ok {
+			if reason == "" {
+				reason = "not approved"
+			}
+			return nil, &sandbox.CallError{Name: "Error", Code: "not_approved", Message: fmt.Sprintf("%s was not approved: %s", e.ID, reason)}
+		}
+	}
+	impl := e.Tool
+	if t, ok := d.Tools[e.ID]; ok {
+		impl = t
+	}
+	if impl.Execute == nil {
+		return nil, &sandbox.CallError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}
+	}
+	res, err := impl.Execute(ctx, &api.Call{ToolID: e.ID, Input: ev.Input, Run: d.Run, ParentCallID: d.ParentCallID})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &sandbox.CallError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
+		}
+		return nil, guestError(err)
+	}
+	if res == nil {
+		res = &api.Result{}
+	}
+	if n := len(res.Details) + contentSize(res.Content); n > MaxResultBytes {
+		return nil, &sandbox.CallError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("%s returned %d bytes (limit %d)", e.ID, n, MaxResultBytes)}
+	}
+	if len(res.Details) > 0 && !json.Valid(res.Details) {
+		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_result", Message: e.ID + " returned details that are not valid JSON"}
+	}
+	if c := e.Contract(); c != nil {
+		if err := validate(c, res.Details); err != nil {
+			// O4: fail without printing the value.
+			return nil, &sandbox.CallError{Name: "Error", Code: "output_contract_violation",
+				Message: fmt.Sprintf("%s returned details that do not match its declared outputSchema (%s)", e.ID, err)}
+		}
+	}
+	return res, nil
+}
+
+func contentSize(blocks []api.ContentBlock) int {
+	n := 0
+	for _, b := range blocks {
+		n += len(b.Text) + len(b.Data) + len(b.Resource)
+	}
+	return n
+}
+
+// validate checks details against a compiled contract and describes the first mismatch by
+// location only (keyword and instance path), never by value.
+func validate(s *jsonschema.Schema, details json.RawMessage) error {
+	if len(details) == 0 {
+		details = json.RawMessage("null")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(details))
+	if err != nil {
+		return errors.New("details are not JSON")
+	}
+	err = s.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		leaf := ve
+		for len(leaf.Causes) > 0 {
+			leaf = leaf.Causes[0]
+		}
+		loc := "/" + strings.Join(leaf.InstanceLocation, "/")
+		return fmt.Errorf("mismatch at %s", loc)
+	}
+	return errors.New("mismatch")
+}
+
+// guestError converts a tool error into plain guest data.
+func guestError(err error) error {
+	var ce *sandbox.CallError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	msg := err.Error()
+	if len(msg) > 4000 {
+		msg = msg[:4000] + "…"
+	}
+	return &sandbox.CallError{Name: "Error", Code: "tool_error", Message: msg}
+}
+
+func resultJSON(res *api.Result) map[string]any {
+	m := map[string]any{"content": res.Content}
+	if res.Content == nil {
+		m["content"] = []api.ContentBlock{}
+	}
+	if len(res.Details) > 0 {
+		m["details"] = res.Details
+	}
+	if res.IsError {
+		m["isError"] = true
+	}
+	return m
+}
+
+// valueOf is what tools.callValue returns: the details value. A result flagged isError throws;
+// a tool with no details yields its text content (or null).
+func valueOf(e *catalog.Entry, res *api.Result) ([]byte, error) {
+	if res.IsError {
+		msg := textOf(res.Content)
+		if msg == "" {
+			msg = "the tool reported an error"
+		}
+		return nil, &sandbox.CallError{Name: "Error", Code: "tool_error", Message: e.ID + ": " + msg, Details: res.Details}
+	}
+	if len(res.Details) > 0 {
+		return res.Details, nil
+	}
+	if t := textOf(res.Content); t != "" {
+		return json.Marshal(t)
+	}
+	return []byte("null"), nil
+}
+
+func textOf(blocks []api.ContentBlock) string {
+	var parts []string
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

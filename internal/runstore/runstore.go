@@ -1,0 +1,251 @@
+// Package runstore keeps suspended code-mode runs between exec and wait (W2–W7): an in-process
+// map by unguessable runId with a TTL, a cap on suspended runs, one wait at a time per run, scope
+// checks, and cancellation of a run or a whole session. Nothing is written to disk; shutdown
+// drops everything.
+package runstore
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// MaxSuspended is the per-process cap on suspended runs (W5).
+const MaxSuspended = 64
+
+// Errors, with the messages the seed gives (W3). All map to invalid_input.
+var (
+	ErrUnavailable  = errors.New("code mode run is unavailable or expired.")
+	ErrWrongSession = errors.New("code mode run belongs to a different session.")
+	ErrWrongRun     = errors.New("code mode run belongs to a different run.")
+	ErrBusy         = errors.New("a wait for this code mode run is already in progress.")
+	ErrCancelled    = errors.New("code mode run was cancelled.")
+	ErrTooMany      = errors.New("too many suspended code mode runs.")
+)
+
+// Suspended is what the store keeps for a run: anything with a Close that cancels its pending
+// work and frees its snapshot.
+type Suspended interface {
+	Close()
+}
+
+// Entry is one stored run.
+type Entry struct {
+	ID      string
+	Scope   api.RunContext
+	Value   Suspended
+	Bytes   int // stored snapshot size, for accounting
+	expires time.Time
+	busy    bool
+}
+
+// Store is the run store. The zero value is not usable; use New.
+type Store struct {
+	mu        sync.Mutex
+	runs      map[string]*Entry
+	cancelled map[string]time.Time // recently cancelled ids, to say "cancelled" rather than "expired"
+	ttl       time.Duration
+	max       int
+	timer     *time.Timer
+	closed    bool
+	now       func() time.Time
+}
+
+// New creates a store whose entries expire ttl after their last suspension.
+func New(ttl time.Duration) *Store {
+	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, now: time.Now}
+}
+
+// NewID returns an unguessable run id (128 random bits).
+func NewID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "run_" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])
+}
+
+// Put stores a newly suspended run, or fails with ErrTooMany (W5). The caller keeps ownership of
+// v on error.
+func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrUnavailable
+	}
+	s.expireLocked()
+	if _, ok := s.runs[id]; !ok && len(s.runs) >= s.max {
+		return ErrTooMany
+	}
+	s.runs[id] = &Entry{ID: id, Scope: scope, Value: v, Bytes: bytes, expires: s.now().Add(s.ttl)}
+	s.scheduleLocked()
+	return nil
+}
+
+// Acquire takes a run for a wait: it checks scope (W3) and marks the run busy so a concurrent
+// wait fails. Release or Remove must follow.
+func (s *Store) Acquire(id string, scope api.RunContext) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked()
+	e, ok := s.runs[id]
+	if !ok {
+		if _, c := s.cancelled[id]; c {
+			return nil, ErrCancelled
+		}
+		return nil, ErrUnavailable
+	}
+	if scope.SessionKey != e.Scope.SessionKey || scope.SessionID != e.Scope.SessionID || scope.AgentID != e.Scope.AgentID {
+		return nil, ErrWrongSession
+	}
+	if e.Scope.RunID != "" && scope.RunID != "" && scope.RunID != e.Scope.RunID {
+		return nil, ErrWrongRun
+	}
+	if e.busy {
+		return nil, ErrBusy
+	}
+	e.busy = true
+	return e, nil
+}
+
+// Release returns a run after a wait that suspended it again, refreshing its TTL.
+func (s *Store) Release(e *Entry, bytes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e.busy = false
+	e.Bytes = bytes
+	e.expires = s.now().Add(s.ttl)
+	if s.runs[e.ID] != e {
+		// Cancelled or expired while the wait ran: drop it now.
+		go e.Value.Close()
+	}
+	s.scheduleLocked()
+}
+
+// Remove deletes a run that reached a terminal state (W4); its snapshot is gone with it.
+func (s *Store) Remove(e *Entry) {
+	s.mu.Lock()
+	if s.runs[e.ID] == e {
+		delete(s.runs, e.ID)
+	}
+	s.mu.Unlock()
+	e.Value.Close()
+}
+
+// Cancel drops one run (W7). It reports whether the run existed.
+func (s *Store) Cancel(id string) bool {
+	s.mu.Lock()
+	e, ok := s.runs[id]
+	if ok {
+		delete(s.runs, id)
+		s.cancelled[id] = s.now()
+	}
+	s.mu.Unlock()
+	if ok && !e.busy {
+		e.Value.Close()
+	}
+	return ok
+}
+
+// CancelSession drops every run of a session (session end, W7) and returns how many.
+func (s *Store) CancelSession(sessionKey string) int {
+	s.mu.Lock()
+	var drop []*Entry
+	for id, e := range s.runs {
+		if e.Scope.SessionKey == sessionKey {
+			delete(s.runs, id)
+			s.cancelled[id] = s.now()
+			drop = append(drop, e)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range drop {
+		if !e.busy {
+			e.Value.Close()
+		}
+	}
+	return len(drop)
+}
+
+// Len is the number of suspended runs.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.runs)
+}
+
+// Bytes is the total stored snapshot size.
+func (s *Store) Bytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.runs {
+		n += e.Bytes
+	}
+	return n
+}
+
+// Close drops every run (shutdown: nothing survives a restart, W4).
+func (s *Store) Close() {
+	s.mu.Lock()
+	s.closed = true
+	runs := s.runs
+	s.runs = map[string]*Entry{}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.mu.Unlock()
+	for _, e := range runs {
+		if !e.busy {
+			e.Value.Close()
+		}
+	}
+}
+
+// expireLocked drops expired, idle runs.
+func (s *Store) expireLocked() {
+	now := s.now()
+	for id, e := range s.runs {
+		if !e.busy && now.After(e.expires) {
+			delete(s.runs, id)
+			go e.Value.Close()
+		}
+	}
+	for id, t := range s.cancelled {
+		if now.Sub(t) > s.ttl {
+			delete(s.cancelled, id)
+		}
+	}
+}
+
+// scheduleLocked arms one timer for the next expiry, so expired runs release their pending work
+// and memory even when nobody calls the store.
+func (s *Store) scheduleLocked() {
+	var next time.Time
+	for _, e := range s.runs {
+		if !e.busy && (next.IsZero() || e.expires.Before(next)) {
+			next = e.expires
+		}
+	}
+	if next.IsZero() {
+		return
+	}
+	d := time.Until(next) + time.Millisecond
+	if s.timer == nil {
+		s.timer = time.AfterFunc(d, s.sweep)
+	} else {
+		s.timer.Reset(d)
+	}
+}
+
+func (s *Store) sweep() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.expireLocked()
+	s.scheduleLocked()
+}

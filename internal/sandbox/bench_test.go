@@ -1,0 +1,67 @@
+package sandbox
+
+import (
+	"context"
+	"testing"
+
+	"github.com/codemode-go/codemode/internal/source"
+)
+
+func benchCell(b *testing.B, code string) {
+	eng, tmpl := testEngine(b)
+	prog, err := source.Prepare(code, source.JavaScript)
+	if err != nil {
+		b.Fatal(err)
+	}
+	host := &fakeHost{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits())
+		r.Close()
+		if o.Status != StatusCompleted {
+			b.Fatal(o.Error)
+		}
+	}
+}
+
+// BenchmarkTrivialExec is a whole exec of `return 1+1` from a warm template.
+func BenchmarkTrivialExec(b *testing.B) { benchCell(b, "return 1+1") }
+
+// BenchmarkFib25 measures guest compute (and the hard-kill instrumentation's cost on it).
+func BenchmarkFib25(b *testing.B) {
+	benchCell(b, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) } return fib(25)")
+}
+
+// BenchmarkJSON100K parses and stringifies ~100 KB of JSON in the guest.
+func BenchmarkJSON100K(b *testing.B) {
+	benchCell(b, `const o = []; for (let i = 0; i < 1000; i++) o.push({id: i, name: "item " + i, tags: ["a", "b", "c"], score: i / 7});
+		const s = JSON.stringify(o); const back = JSON.parse(s); return s.length > 90000 && back.length === 1000`)
+}
+
+// BenchmarkRestore is template restore to first eval.
+func BenchmarkRestore(b *testing.B) {
+	eng, tmpl := testEngine(b)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		vm, err := eng.newVM(context.Background(), tmpl.img, 32<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		v, err := vm.Eval("1+1", "x.js", 0)
+		if err != nil || v.Int() != 2 {
+			b.Fatal(err)
+		}
+		vm.Close()
+	}
+}
+
+// BenchmarkSequentialCalls is 100 awaited bridge calls in one cell.
+func BenchmarkSequentialCalls(b *testing.B) {
+	benchCell(b, `for (let i = 0; i < 100; i++) await tools.callValue("t", {i}); return 1`)
+}
+
+// BenchmarkParallelCalls is 100 bridge calls through Promise.all.
+func BenchmarkParallelCalls(b *testing.B) {
+	benchCell(b, `await Promise.all(Array.from({length: 100}, (_, i) => tools.callValue("t", {i}))); return 1`)
+}

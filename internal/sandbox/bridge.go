@@ -1,0 +1,322 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/quickjs"
+)
+
+// maxBridgePayload bounds one guest request (a tool input, a search query…).
+const maxBridgePayload = 4 << 20
+
+// hostOut implements text()/json()/console.*: out(kind, text).
+func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
+	if len(args) < 2 {
+		return quickjs.Undefined, nil
+	}
+	kind, err := vm.ToString(args[0], 16)
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	budget := r.maxOut - r.outBytes
+	text, err := vm.ToString(args[1], max(budget, 0))
+	if err != nil {
+		var tl *quickjs.TooLongError
+		if errors.As(err, &tl) {
+			return quickjs.Undefined, r.outputExceeded(tl.Len)
+		}
+		return quickjs.Undefined, err
+	}
+	r.outBytes += len(text)
+	switch kind {
+	case "json":
+		r.output = append(r.output, api.Output{Type: "json", Value: json.RawMessage(text)})
+	default:
+		r.output = append(r.output, api.Output{Type: "text", Text: text})
+	}
+	return quickjs.Undefined, nil
+}
+
+func (r *Run) outputExceeded(n int) error {
+	r.abortCode = CodeOutputLimit
+	r.abortMsg = fmt.Sprintf("output limit exceeded: an output entry of %d bytes does not fit in maxOutputBytes (%d; %d used)", n, r.maxOut, r.outBytes)
+	return &CallError{Name: "RangeError", Message: r.abortMsg, Code: CodeOutputLimit}
+}
+
+// hostSync implements synchronous requests: sync(op, json) → json.
+func (r *Run) hostSync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
+	op, payload, err := r.request(vm, args)
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	if op == "timer.cancel" {
+		var p struct {
+			Timer int64 `json:"timer"`
+		}
+		_ = json.Unmarshal(payload, &p)
+		r.cancelTimer(p.Timer)
+		return vm.NewString("null")
+	}
+	res, err := r.host.Sync(op, payload)
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	return vm.NewString(string(res))
+}
+
+// hostAsync implements asynchronous requests: async(op, json) → Promise. The host allocates the
+// call id and holds the resolvers: the guest only ever sees the promise.
+func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
+	op, payload, err := r.request(vm, args)
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	if len(r.calls) >= r.maxPending+MaxQueued {
+		return quickjs.Undefined, &CallError{Name: "RangeError", Code: "too_many_pending_calls",
+			Message: fmt.Sprintf("too many pending nested calls: %d are running or queued (maxPendingToolCalls %d + queue %d); await some before starting more", len(r.calls), r.maxPending, MaxQueued)}
+	}
+	cap, err := vm.NewPromise()
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	r.nextID++
+	c := &call{id: r.nextID, op: op, payload: payload, started: time.Now(), resolve: cap.Resolve, reject: cap.Reject}
+	r.calls[c.id] = c
+	switch op {
+	case "sleep":
+		var p struct {
+			Ms float64 `json:"ms"`
+		}
+		_ = json.Unmarshal(payload, &p)
+		c.label = "setTimeout"
+		d := time.Duration(min(p.Ms, float64(24*time.Hour/time.Millisecond)) * float64(time.Millisecond))
+		id := c.id
+		c.timer = time.AfterFunc(d, func() { r.push(completion{id: id, result: []byte("true")}) })
+	case "yield":
+		c.label = "yield_control"
+		r.yieldAsked = true
+		r.yielded = c
+	default:
+		c.label = r.host.PendingLabel(op, payload)
+		r.queue = append(r.queue, c)
+		r.startQueued()
+	}
+	return cap.Promise, nil
+}
+
+func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, error) {
+	if len(args) < 2 {
+		return "", nil, errors.New("bridge: malformed request")
+	}
+	op, err := vm.ToString(args[0], 64)
+	if err != nil {
+		return "", nil, err
+	}
+	payload, err := vm.ToString(args[1], maxBridgePayload)
+	if err != nil {
+		var tl *quickjs.TooLongError
+		if errors.As(err, &tl) {
+			return "", nil, &CallError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, maxBridgePayload)}
+		}
+		return "", nil, err
+	}
+	return op, []byte(payload), nil
+}
+
+// startQueued starts queued calls while concurrency slots are free (E3).
+func (r *Run) startQueued() {
+	for len(r.queue) > 0 {
+		r.mu.Lock()
+		if r.running >= r.maxPending || r.closed {
+			r.mu.Unlock()
+			return
+		}
+		r.running++
+		r.mu.Unlock()
+		c := r.queue[0]
+		r.queue = r.queue[1:]
+		cctx, cancel := context.WithCancel(r.ctx)
+		c.cancel = cancel
+		c.started = time.Now()
+		r.wg.Add(1)
+		go func(id int64, op string, payload []byte) {
+			defer r.wg.Done()
+			defer cancel()
+			res, err := r.safeAsync(cctx, op, payload)
+			r.mu.Lock()
+			r.running--
+			r.mu.Unlock()
+			r.push(completion{id: id, result: res, err: err})
+		}(c.id, c.op, c.payload)
+	}
+}
+
+// safeAsync calls the host, turning a panicking tool into an error: a tool bug must not take the
+// process down.
+func (r *Run) safeAsync(ctx context.Context, op string, payload []byte) (res []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &CallError{Name: "Error", Code: CodeInternal, Message: fmt.Sprintf("tool failed: internal error (%v)", p)}
+		}
+	}()
+	return r.host.Async(ctx, op, payload)
+}
+
+func (r *Run) push(c completion) {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.ready = append(r.ready, c)
+	r.mu.Unlock()
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Run) cancelTimer(id int64) {
+	for _, c := range r.calls {
+		if c.op != "sleep" || c.settled {
+			continue
+		}
+		var p struct {
+			Timer int64 `json:"timer"`
+		}
+		_ = json.Unmarshal(c.payload, &p)
+		if p.Timer == id {
+			if c.timer != nil && c.timer.Stop() {
+				r.push(completion{id: c.id, result: []byte("false")})
+			}
+			return
+		}
+	}
+}
+
+// deliverReady settles guest promises for completed calls, in the order they completed.
+func (r *Run) deliverReady(vm *quickjs.VM) int {
+	r.mu.Lock()
+	ready := r.ready
+	r.ready = nil
+	r.mu.Unlock()
+	n := 0
+	for _, done := range ready {
+		c := r.calls[done.id]
+		if c == nil || c.settled {
+			continue
+		}
+		c.settled = true
+		delete(r.calls, c.id)
+		n++
+		r.settle(vm, c, done)
+		vm.Free(c.resolve)
+		vm.Free(c.reject)
+		if vm.Dead() != nil {
+			return n
+		}
+	}
+	r.startQueued()
+	return n
+}
+
+func (r *Run) settle(vm *quickjs.VM, c *call, done completion) {
+	if done.err != nil {
+		ce, ok := done.err.(*CallError)
+		if !ok {
+			ce = &CallError{Name: "Error", Message: done.err.Error()}
+		}
+		ev, err := r.makeGuestErrorValue(vm, ce)
+		if err != nil {
+			return
+		}
+		res, _ := vm.Call(c.reject, quickjs.Undefined, ev)
+		vm.Free(res)
+		vm.Free(ev)
+		return
+	}
+	body := done.result
+	if len(body) == 0 {
+		body = []byte("null")
+	}
+	v, err := vm.ParseJSON(body)
+	if err != nil {
+		// The host produced invalid JSON: reject rather than hand over garbage.
+		vm.Free(vm.TakeException())
+		ev, err := r.makeGuestErrorValue(vm, &CallError{Name: "Error", Code: CodeInternal, Message: "tool result is not valid JSON"})
+		if err != nil {
+			return
+		}
+		res, _ := vm.Call(c.reject, quickjs.Undefined, ev)
+		vm.Free(res)
+		vm.Free(ev)
+		return
+	}
+	res, _ := vm.Call(c.resolve, quickjs.Undefined, v)
+	vm.Free(res)
+	vm.Free(v)
+}
+
+// makeGuestError adapts quickjs.GuestError to the prelude's error builder.
+func (r *Run) makeGuestError(vm *quickjs.VM, e *quickjs.GuestError) (quickjs.Value, error) {
+	return r.makeGuestErrorValue(vm, &CallError{Name: e.Name, Message: e.Message, Code: e.Code})
+}
+
+func (r *Run) makeGuestErrorValue(vm *quickjs.VM, ce *CallError) (quickjs.Value, error) {
+	b, _ := json.Marshal(ce)
+	s, err := vm.NewString(string(b))
+	if err != nil {
+		return quickjs.Undefined, err
+	}
+	defer vm.Free(s)
+	return vm.Call(r.eng.fns.MakeError, quickjs.Undefined, s)
+}
+
+var cellFrame = regexp.MustCompile(`cell\.js:(\d+):(\d+)`)
+
+// describe formats a thrown value as "Name: message (line L:C)" with the position mapped into
+// the model's own code.
+func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
+	s, err := vm.Call(r.eng.fns.DescribeError, quickjs.Undefined, reason)
+	if err != nil {
+		vm.Free(vm.TakeException())
+		return "Uncaught exception"
+	}
+	defer vm.Free(s)
+	text, err := vm.ToString(s, 64<<10)
+	if err != nil {
+		return "Uncaught exception"
+	}
+	var d struct{ Name, Message, Stack, Code string }
+	if json.Unmarshal([]byte(text), &d) != nil {
+		return "Uncaught exception"
+	}
+	var b strings.Builder
+	switch {
+	case d.Name == "Uncaught":
+		b.WriteString("Uncaught " + d.Message)
+	case d.Message == "":
+		b.WriteString(d.Name)
+	default:
+		b.WriteString(d.Name + ": " + d.Message)
+	}
+	if d.Code != "" {
+		b.WriteString(" [" + d.Code + "]")
+	}
+	if m := cellFrame.FindStringSubmatch(d.Stack); m != nil && r.program != nil {
+		line, _ := strconv.Atoi(m[1])
+		col, _ := strconv.Atoi(m[2])
+		if l, c, ok := r.program.MapPosition(line, col); ok {
+			fmt.Fprintf(&b, " (line %d:%d)", l, c)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,491 @@
+package search
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Doc is one searchable tool.
+type Doc struct {
+	// ID is unique and returned in results ("native:core:read", "mcp:github:create_issue").
+	// It also takes part in the exact-name short-circuit.
+	ID string
+	// Name is the tool name, an identifier in any convention (create_issue,
+	// browser_take_screenshot, API-get-user, linear_createIssue); it is split
+	// into words and is the heaviest field.
+	Name string
+	// Title is the human label (optional).
+	Title string
+	// Description is untrusted prose and may be huge: only its first 2 KB are
+	// indexed, so a long description cannot buy rank with volume.
+	Description string
+	// Params are the parameter names. Trusted for native tools; for MCP tools
+	// they only feed the ranking (they are never shown to the model from here).
+	Params []string
+	// Group is the server or plugin id (optional): indexed with a low weight so
+	// "slack" or "stripe" in a query helps, and usable as a filter.
+	Group string
+}
+
+// Hit is one search result.
+type Hit struct {
+	ID    string
+	Doc   int // position in the docs given to NewIndex
+	Score float64
+}
+
+// Fields, in the order of the weights below.
+const (
+	fName = iota
+	fTitle
+	fParams
+	fDesc
+	fGroup
+	fLead
+	numFields
+)
+
+// Ranking parameters: BM25F (one saturation over the weighted, per-field
+// length-normalised term frequency). Chosen on the dev split of the evaluation
+// set (package searcheval); testdata/README.md has the figures. The ranking is
+// not very sensitive to them (±0.01 recall@5 over wide ranges); the field
+// weights as a whole are worth about +0.03 recall@5 over equal weights.
+var (
+	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5}
+	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5}
+)
+
+const k1 = 1.2
+
+// knobs switch parts of the ranking off for the ablation test
+// (ablation_test.go); production code never changes them.
+var knobs struct {
+	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
+	plainFields                                                bool // BM25 over name + description only, equal weights
+}
+
+// maxTF clips a term's count within one field: repeating a word in a
+// description (or a name) does not make a tool more relevant.
+const maxTF = 4
+
+type posting struct {
+	doc int32
+	tf  float32 // BM25F pseudo term frequency (weighted, length-normalised)
+}
+
+type term struct {
+	idf      float64
+	postings []posting // by doc
+}
+
+// Index is an immutable ranking index over a catalog version. Build it once per
+// catalog (NewIndex), then Search it from any number of goroutines.
+type Index struct {
+	docs  []Doc
+	terms map[string]*term
+	exact map[string][]int32 // normKey(name | id | group+name) → docs, in doc order
+	vocab map[string]uint8   // raw words of the corpus (vocabWord, vocabProse), for splitting compounds
+	pool  sync.Pool          // *scratch
+}
+
+type scratch struct {
+	score   []float64
+	best    []float64
+	hit     []bool
+	touched []int32
+	cTouch  []int32
+	words   []string
+	terms   []string
+}
+
+// NewIndex builds the index. Cost is linear in the text indexed (some tens of
+// milliseconds for 1,000 tools with long descriptions, BenchmarkNewIndex):
+// build it once per catalog version and share it, never per query or per exec.
+func NewIndex(docs []Doc) *Index {
+	ix := &Index{
+		docs:  docs,
+		terms: map[string]*term{},
+		exact: map[string][]int32{},
+		vocab: map[string]uint8{},
+	}
+	n := len(docs)
+
+	// Pass 1: words per field, the raw vocabulary (for compound splitting)
+	// and the exact-name keys.
+	fieldWords := make([][numFields][]string, n)
+	for i, d := range docs {
+		texts := [numFields]string{
+			fName:   truncateUTF8(d.Name, maxFieldBytes),
+			fTitle:  truncateUTF8(d.Title, maxFieldBytes),
+			fParams: truncateUTF8(strings.Join(d.Params, " "), maxDescriptionBytes),
+			fDesc:   truncateUTF8(d.Description, maxDescriptionBytes),
+			fGroup:  truncateUTF8(d.Group, maxFieldBytes),
+			fLead:   leadSentence(d.Description),
+		}
+		for f, text := range texts {
+			if text == "" {
+				continue
+			}
+			words := splitWords(text, nil)
+			fieldWords[i][f] = words
+			if f == fLead {
+				continue // a prefix of the description
+			}
+			flag := uint8(vocabWord)
+			if f == fDesc || f == fTitle {
+				flag |= vocabProse
+			}
+			for _, w := range words {
+				if len(w) >= 3 && !stopwords[w] && isASCIIAlpha(w) {
+					ix.vocab[w] |= flag
+				}
+			}
+		}
+		keys := []string{normKey(d.Name), normKey(d.ID), normKey(d.Group + d.Name)}
+		for j, k := range keys {
+			if k == "" || (j > 0 && (k == keys[0] || (j == 2 && k == keys[1]))) {
+				continue
+			}
+			ix.exact[k] = append(ix.exact[k], int32(i))
+		}
+	}
+
+	// Pass 2: per-field term counts (clipped at maxTF) and field lengths.
+	type termCount struct {
+		term string
+		c    [numFields]uint16
+	}
+	perDoc := make([][]termCount, n)
+	lens := make([][numFields]int, n)
+	var sumLen [numFields]float64
+	var terms []string
+	pos := map[string]int{} // term → index in perDoc[i], reused
+	for i := range docs {
+		var tcs []termCount
+		clear(pos)
+		for f, words := range fieldWords[i] {
+			if len(words) == 0 {
+				continue
+			}
+			terms = analyzeWords(words, terms[:0])
+			if f == fName || f == fTitle || f == fGroup {
+				terms = ix.addCompoundParts(words, terms)
+			}
+			for _, t := range terms {
+				j, ok := pos[t]
+				if !ok {
+					j = len(tcs)
+					pos[t] = j
+					tcs = append(tcs, termCount{term: t})
+				}
+				if tcs[j].c[f] < maxTF {
+					tcs[j].c[f]++
+				}
+			}
+			lens[i][f] = len(terms)
+			sumLen[f] += float64(len(terms))
+		}
+		perDoc[i] = tcs
+		fieldWords[i] = [numFields][]string{}
+	}
+	var avgLen [numFields]float64
+	for f := range avgLen {
+		avgLen[f] = 1
+		if n > 0 && sumLen[f] > 0 {
+			avgLen[f] = sumLen[f] / float64(n)
+		}
+	}
+
+	// Pass 3: postings with the BM25F pseudo-frequency
+	// Σ_f weight_f · count_f / (1 − b_f + b_f · len_f / avglen_f).
+	for i, tcs := range perDoc {
+		weight, b := fieldWeight, fieldB
+		if knobs.plainFields {
+			weight = [numFields]float64{fName: 1, fDesc: 1}
+			b = [numFields]float64{fName: 0.75, fDesc: 0.75}
+		}
+		var norm [numFields]float64
+		for f := range norm {
+			norm[f] = 1 - b[f] + b[f]*float64(lens[i][f])/avgLen[f]
+		}
+		for _, tc := range tcs {
+			var v float64
+			for f, c := range tc.c {
+				if c > 0 && weight[f] > 0 {
+					v += weight[f] * float64(c) / norm[f]
+				}
+			}
+			if v == 0 {
+				continue
+			}
+			tm := ix.terms[tc.term]
+			if tm == nil {
+				tm = &term{}
+				ix.terms[tc.term] = tm
+			}
+			tm.postings = append(tm.postings, posting{doc: int32(i), tf: float32(v)})
+		}
+		perDoc[i] = nil
+	}
+	for _, tm := range ix.terms {
+		df := float64(len(tm.postings))
+		tm.idf = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
+	}
+	ix.pool.New = func() any {
+		return &scratch{
+			score: make([]float64, n),
+			best:  make([]float64, n),
+			hit:   make([]bool, n),
+		}
+	}
+	return ix
+}
+
+// maxCompound bounds the words compound splitting looks at (the split is
+// quadratic in the word length).
+const maxCompound = 40
+
+const (
+	vocabWord  = 1 << iota // seen in any field
+	vocabProse             // seen in a description: a real word, not a compound
+)
+
+// addCompoundParts adds the parts of run-together identifiers
+// ("sequentialthinking" → sequential, thinking; "heapsnapshot" → heap,
+// snapshot) when every part is a word seen elsewhere in the corpus. Words that
+// descriptions use as words ("workflow", "namespace") are left alone.
+func (ix *Index) addCompoundParts(words, terms []string) []string {
+	if knobs.noCompound {
+		return terms
+	}
+	for _, w := range words {
+		if len(w) < 7 || len(w) > maxCompound || !isASCIIAlpha(w) || ix.vocab[w]&vocabProse != 0 {
+			continue
+		}
+		parts := ix.segment(w)
+		for _, p := range parts {
+			if !stopwords[p] {
+				terms = append(terms, stem(p))
+			}
+		}
+	}
+	return terms
+}
+
+// segment splits w into the fewest (2–4) corpus words of at least 3 letters,
+// or returns nil.
+func (ix *Index) segment(w string) []string {
+	n := len(w)
+	const inf = 1 << 30
+	cost := make([]int, n+1)
+	prev := make([]int, n+1)
+	for i := 1; i <= n; i++ {
+		cost[i] = inf
+		for j := 0; j+3 <= i; j++ {
+			if cost[j] == inf || (j == 0 && i == n) {
+				continue
+			}
+			if ix.vocab[w[j:i]]&vocabProse != 0 && cost[j]+1 < cost[i] {
+				cost[i] = cost[j] + 1
+				prev[i] = j
+			}
+		}
+	}
+	if cost[n] == inf || cost[n] > 4 {
+		return nil
+	}
+	var parts []string
+	for i := n; i > 0; i = prev[i] {
+		parts = append(parts, w[prev[i]:i])
+	}
+	for l, r := 0, len(parts)-1; l < r; l, r = l+1, r-1 {
+		parts[l], parts[r] = parts[r], parts[l]
+	}
+	return parts
+}
+
+// Len is the number of documents.
+func (ix *Index) Len() int { return len(ix.docs) }
+
+// Search ranks the documents for query and returns at most limit hits, best
+// first. limit <= 0 returns none; an empty or whitespace-only query returns
+// nil. A query equal to a tool's name or id (case-insensitive, separators
+// ignored: "create issue", "createIssue", "mcp:github:create_issue",
+// "github/create_issue") ranks that tool first. Ties are broken by doc order,
+// so results are deterministic.
+func (ix *Index) Search(query string, limit int) []Hit {
+	return ix.SearchFilter(query, limit, nil)
+}
+
+// SearchFilter is Search over the documents for which keep returns true
+// (keep == nil keeps all); e.g. one server only.
+func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) []Hit {
+	if limit <= 0 || strings.TrimSpace(query) == "" || len(ix.docs) == 0 {
+		return nil
+	}
+	query = truncateUTF8(query, maxQueryBytes)
+	s := ix.pool.Get().(*scratch)
+	defer ix.pool.Put(s)
+
+	// Exact-name short-circuit.
+	var exact []int32
+	if e := ix.exact[normKey(query)]; len(e) > 0 && !knobs.noExact {
+		for _, d := range e {
+			if keep == nil || keep(int(d)) {
+				exact = append(exact, d)
+			}
+		}
+	}
+
+	s.words, s.terms = analyze(query, s.words, s.terms[:0])
+	s.terms = ix.expandUnknown(s.words, s.terms)
+	s.touched = s.touched[:0]
+	for qi, qt := range s.terms {
+		if slices.Contains(s.terms[:qi], qt) {
+			continue // a repeated query word counts once
+		}
+		s.cTouch = s.cTouch[:0]
+		sw := synonymWeight
+		if lit := ix.terms[qt]; lit != nil {
+			ix.scoreTerm(s, lit, 1)
+		} else {
+			// The catalog never uses the query's word: its synonyms are the
+			// catalog's words for the same thing.
+			sw = synonymAbsentWeight
+		}
+		for _, syn := range synonyms[qt] {
+			if tm := ix.terms[syn]; tm != nil && !knobs.noSynonyms {
+				ix.scoreTerm(s, tm, sw)
+			}
+		}
+		for _, d := range s.cTouch {
+			if !s.hit[d] {
+				s.hit[d] = true
+				s.touched = append(s.touched, d)
+			}
+			s.score[d] += s.best[d]
+			s.best[d] = 0
+		}
+	}
+
+	top := make([]Hit, 0, min(limit, len(s.touched)+len(exact)))
+	isExact := func(d int32) bool {
+		for _, e := range exact {
+			if e == d {
+				return true
+			}
+		}
+		return false
+	}
+	// Exact matches first (by score, then doc order).
+	if len(exact) > 0 {
+		ex := make([]Hit, 0, len(exact))
+		for _, d := range exact {
+			ex = append(ex, Hit{ID: ix.docs[d].ID, Doc: int(d), Score: s.score[d]})
+		}
+		sort.SliceStable(ex, func(i, j int) bool { return better(ex[i], ex[j]) })
+		if len(ex) > limit {
+			ex = ex[:limit]
+		}
+		top = append(top, ex...)
+	}
+	rest := min(limit, len(ix.docs)) - len(top)
+	var ranked []Hit // the best `rest` hits so far, sorted once full
+	if rest > 0 {
+		ranked = make([]Hit, 0, rest)
+	}
+	for _, d := range s.touched {
+		sc := s.score[d]
+		s.score[d] = 0
+		s.hit[d] = false
+		if rest == 0 || sc <= 0 || (keep != nil && !keep(int(d))) || (len(exact) > 0 && isExact(d)) {
+			continue
+		}
+		h := Hit{Doc: int(d), Score: sc}
+		if len(ranked) < rest {
+			ranked = append(ranked, h)
+			if len(ranked) == rest {
+				sort.Slice(ranked, func(i, j int) bool { return better(ranked[i], ranked[j]) })
+			}
+			continue
+		}
+		if !better(h, ranked[rest-1]) {
+			continue
+		}
+		// Insert into the sorted top list, dropping the last.
+		i := sort.Search(rest, func(i int) bool { return better(h, ranked[i]) })
+		copy(ranked[i+1:], ranked[i:rest-1])
+		ranked[i] = h
+	}
+	if len(ranked) < rest {
+		sort.Slice(ranked, func(i, j int) bool { return better(ranked[i], ranked[j]) })
+	}
+	for i := range ranked {
+		ranked[i].ID = ix.docs[ranked[i].Doc].ID
+	}
+	return append(top, ranked...)
+}
+
+// better orders hits: higher score first, then lower doc position.
+func better(a, b Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Doc < b.Doc
+}
+
+// scoreTerm folds one query term (weight w) into the current concept: each
+// document keeps the best of the literal term and its synonyms.
+func (ix *Index) scoreTerm(s *scratch, tm *term, w float64) {
+	f := w * tm.idf * (k1 + 1)
+	for _, p := range tm.postings {
+		tf := float64(p.tf)
+		v := f * tf / (tf + k1)
+		if b := s.best[p.doc]; v > b {
+			if b == 0 {
+				s.cTouch = append(s.cTouch, p.doc)
+			}
+			s.best[p.doc] = v
+		}
+	}
+}
+
+// expandUnknown splits query words the index does not know into known corpus
+// words ("crashlooping" → crash, looping), the mirror of compound splitting at
+// index time.
+func (ix *Index) expandUnknown(words, terms []string) []string {
+	if knobs.noCompound {
+		return terms
+	}
+	for _, w := range words {
+		if len(w) < 6 || len(w) > maxCompound || !isASCIIAlpha(w) || stopwords[w] {
+			continue
+		}
+		if _, ok := ix.terms[stem(w)]; ok {
+			continue
+		}
+		for _, p := range ix.segment(w) {
+			if !stopwords[p] {
+				terms = append(terms, stem(p))
+			}
+		}
+	}
+	return terms
+}
+
+// leadSentence is the description's first sentence (at most 300 bytes), where
+// tools say what they do.
+func leadSentence(desc string) string {
+	desc = strings.TrimSpace(truncateUTF8(desc, 300))
+	for i := 0; i < len(desc); i++ {
+		if desc[i] == '\n' || (desc[i] == '.' && (i+1 == len(desc) || desc[i+1] == ' ')) {
+			if i >= 15 {
+				return desc[:i]
+			}
+		}
+	}
+	return desc
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Fetch the pinned quickjs-wasi npm package with the ordinary npm client, verify the tarball against
+# the integrity hash pinned in internal/quickjs/assets/quickjs-wasi.json (the registry's own
+# dist.integrity for that version), and extract quickjs.wasm next to it. Nothing here is committed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+assets=internal/quickjs/assets
+pin="$assets/quickjs-wasi.json"
+read -r pkg version integrity < <(node -e '
+  const p = require("./'"$pin"'");
+  console.log(p.package, p.version, p.integrity);')
+out="$assets/quickjs.wasm"
+stamp="$assets/.quickjs.wasm.integrity"
+if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$integrity" ]; then
+  exit 0
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "fetching $pkg@$version from the npm registry" >&2
+(cd "$tmp" && npm pack --silent "$pkg@$version" >/dev/null)
+tgz="$tmp/$pkg-$version.tgz"
+actual=$(node -e '
+  const c = require("crypto"), fs = require("fs");
+  console.log("sha512-" + c.createHash("sha512").update(fs.readFileSync(process.argv[1])).digest("base64"));' "$tgz")
+if [ "$actual" != "$integrity" ]; then
+  echo "integrity mismatch for $pkg@$version: got $actual, want $integrity" >&2
+  exit 1
+fi
+tar -xzf "$tgz" -C "$tmp" package/quickjs.wasm package/LICENSE
+cp "$tmp/package/quickjs.wasm" "$out.tmp"
+cp "$tmp/package/LICENSE" "$assets/LICENSE.quickjs-wasi"
+mv "$out.tmp" "$out"
+printf '%s' "$integrity" > "$stamp"
+echo "verified $pkg@$version ($integrity) -> $out" >&2
