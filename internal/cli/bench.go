@@ -2,11 +2,187 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/search/searcheval"
 )
 
+// benchResult is one line of `codemode bench --json`.
+type benchResult struct {
+	Name   string  `json:"name"`
+	Unit   string  `json:"unit"`
+	N      int     `json:"n"`
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
+}
+
+func summarize(name string, samples []time.Duration) benchResult {
+	sort.Slice(samples, func(i, j int) bool { return samples[i] < samples[j] })
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return benchResult{Name: name, Unit: "ms", N: len(samples), Min: ms(samples[0]),
+		Median: ms(samples[len(samples)/2]), Max: ms(samples[len(samples)-1])}
+}
+
+// runBench implements `codemode bench`: min/median/max timings of the sandbox, as a table or
+// (--json) an array of {name, unit, n, min, median, max}.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "codemode bench: not available yet")
-	return exitFailed
+	if len(args) > 0 && args[0] == "search" {
+		return runBenchSearch(args[1:], stdout, stderr)
+	}
+	fs := newFlags("bench", stderr)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
+	n := fs.Int("n", 50, "iterations per measurement")
+	only := fs.String("only", "", "run only measurements whose name contains this")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitUsage
+	}
+	if *n < 1 {
+		fmt.Fprintln(stderr, "codemode bench: -n must be at least 1")
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	cfg.Tools.CodeMode.Enabled = true
+	rt, err := codemode.New(ctx, codemode.Options{Config: cfg})
+	if err != nil || rt.Err() != nil {
+		fmt.Fprintln(stderr, "codemode bench: runtime unavailable:", err, rt.Err())
+		return exitFailed
+	}
+	defer rt.Close()
+	var results []benchResult
+	add := func(name string, iters int, f func() error) bool {
+		if *only != "" && !strings.Contains(name, *only) {
+			return true
+		}
+		if err := f(); err != nil { // warm-up, and a correctness check
+			fmt.Fprintf(stderr, "codemode bench: %s: %v\n", name, err)
+			return false
+		}
+		samples := make([]time.Duration, 0, iters)
+		for i := 0; i < iters; i++ {
+			t0 := time.Now()
+			if err := f(); err != nil {
+				fmt.Fprintf(stderr, "codemode bench: %s: %v\n", name, err)
+				return false
+			}
+			samples = append(samples, time.Since(t0))
+		}
+		results = append(results, summarize(name, samples))
+		return true
+	}
+	benches, err := sandboxBenches(ctx, rt)
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode bench:", err)
+		return exitFailed
+	}
+	for _, b := range benches {
+		iters := *n
+		if b.heavy {
+			iters = max(3, *n/10)
+		}
+		if !add(b.name, iters, func() error { return b.run(ctx) }) {
+			return exitFailed
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if !add("cold start to first completed exec (warm compile cache)", max(3, *n/5), func() error {
+			out, err := exec.CommandContext(ctx, exe, "exec", "--code", "return 1+1").Output()
+			if err != nil {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		}) {
+			return exitFailed
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(results)
+		return exitOK
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "measurement\tn\tmin ms\tmedian ms\tmax ms\t")
+	for _, r := range results {
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t\n", r.Name, r.N, r.Min, r.Median, r.Max)
+	}
+	_ = tw.Flush()
+	return exitOK
+}
+
+type sandboxBench struct {
+	name  string
+	heavy bool
+	run   func(ctx context.Context) error
+}
+
+// cellBench measures one exec end to end through a Surface.
+func cellBench(s *codemode.Surface, code, want string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		res := s.ExecInput(ctx, "bench", codemode.ExecInput{Code: &code})
+		if res.Status != api.StatusCompleted {
+			return fmt.Errorf("%s: %s", res.Status, res.Error)
+		}
+		if want != "" && string(res.Value) != want {
+			return fmt.Errorf("value %s, want %s", res.Value, want)
+		}
+		return nil
+	}
+}
+
+func sandboxBenches(ctx context.Context, rt *codemode.Runtime) ([]sandboxBench, error) {
+	s := rt.Activate(api.RunContext{SessionKey: "bench"}, nil)
+	mod, err := quickjs.Load(ctx, quickjs.ModuleOptions{})
+	if err != nil {
+		return nil, err
+	}
+	eng, err := sandbox.NewEngine(ctx, mod)
+	if err != nil {
+		return nil, err
+	}
+	return []sandboxBench{
+		{name: "template restore to first eval", run: eng.BenchRestore},
+		{name: "trivial exec (return 1+1)", run: cellBench(s, "return 1+1", "2")},
+		{name: "fib(25)", heavy: true, run: cellBench(s, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) } return fib(25)", "75025")},
+		{name: "100 KB JSON parse+stringify", heavy: true, run: cellBench(s, `const o = []; for (let i = 0; i < 1000; i++) o.push({id: i, name: "item " + i + " of the benchmark set", tags: ["a", "b", "c"], score: i / 7});
+const s = JSON.stringify(o); const back = JSON.parse(s); return [s.length > 90000, JSON.stringify(back) === s]`, "[true,true]")},
+	}, nil
+}
+
+// runBenchSearch evaluates the search ranking on the real MCP catalog.
+func runBenchSearch(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("bench search", stderr)
+	catalogPath := fs.String("catalog", filepath.Join("internal", "search", "testdata", "catalog.json"), "catalog of real MCP tool definitions")
+	queries := fs.String("queries", filepath.Join("internal", "search", "testdata", "queries.json")+","+filepath.Join("internal", "search", "testdata", "queries-dev.json"), "comma-separated query files")
+	if _, err := parseInterspersed(fs, args); err != nil {
+		return exitUsage
+	}
+	var paths []string
+	for _, p := range strings.Split(*queries, ",") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	if _, err := searcheval.Run(stdout, *catalogPath, paths...); err != nil {
+		fmt.Fprintln(stderr, "codemode bench search:", err, "(run it from the repository root, or pass --catalog and --queries)")
+		return exitFailed
+	}
+	return exitOK
 }

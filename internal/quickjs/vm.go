@@ -9,6 +9,7 @@ import (
 	"github.com/codemode-go/codemode/internal/wasmkill"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // fnID names an export this package calls. Calls go through per-depth function handles: wazero
@@ -231,7 +232,7 @@ func (m *Module) NewVM(ctx context.Context) (*VM, error) {
 }
 
 func (m *Module) instantiate(ctx context.Context) (*VM, error) {
-	inst, err := m.runtime.InstantiateModule(ctx, m.compiled,
+	inst, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, memAllocator), m.compiled,
 		wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate: %v", ErrUnavailable, err)

@@ -35,7 +35,7 @@ func BenchmarkFib25(b *testing.B) {
 
 // BenchmarkJSON100K parses and stringifies ~100 KB of JSON in the guest.
 func BenchmarkJSON100K(b *testing.B) {
-	benchCell(b, `const o = []; for (let i = 0; i < 1000; i++) o.push({id: i, name: "item " + i, tags: ["a", "b", "c"], score: i / 7});
+	benchCell(b, `const o = []; for (let i = 0; i < 1000; i++) o.push({id: i, name: "item " + i + " of the benchmark set", tags: ["a", "b", "c"], score: i / 7});
 		const s = JSON.stringify(o); const back = JSON.parse(s); return s.length > 90000 && back.length === 1000`)
 }
 

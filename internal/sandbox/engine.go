@@ -173,3 +173,21 @@ func (e *Engine) NewTemplate(ctx context.Context, setup []byte) (*Template, erro
 	}
 	return &Template{img: img}, nil
 }
+
+// BenchRestore restores the base template into a fresh VM and evaluates one expression: the
+// fixed cost every exec pays before the cell runs (`codemode bench`).
+func (e *Engine) BenchRestore(ctx context.Context) error {
+	vm, err := e.newVM(ctx, e.tmpl, 64<<20)
+	if err != nil {
+		return err
+	}
+	defer vm.Close()
+	v, err := vm.Eval("1+1", "bench.js", quickjs.EvalGlobal)
+	if err != nil {
+		return err
+	}
+	if v.Int() != 2 {
+		return errors.New("sandbox: 1+1 is not 2")
+	}
+	return nil
+}

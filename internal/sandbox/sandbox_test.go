@@ -645,4 +645,3 @@ func FuzzSnapshot(f *testing.F) {
 		_, _ = vm.Eval("1+1", "x.js", 0)
 	})
 }
-
