@@ -12,7 +12,11 @@ import (
 func execDescription(cat *catalog.Catalog, languages []string) string {
 	var b strings.Builder
 	b.WriteString("Run a short ")
-	b.WriteString(strings.Join(languages, " or "))
+	names := make([]string, len(languages))
+	for i, l := range languages {
+		names[i] = map[string]string{"javascript": "JavaScript", "typescript": "TypeScript"}[l]
+	}
+	b.WriteString(strings.Join(names, " or "))
 	b.WriteString(` program in a sandbox to use the tool catalog: search it, call tools (in parallel with Promise.all), loop, join and filter, then return only what you need. The code is the body of an async function: use await and return a JSON-compatible value. There is no import/require, filesystem, network or environment: everything goes through these globals.
 - tools.search(query, {limit?}) → [{id, name, description, input, output?}]; tools.describe(id) → the same plus full JSON schemas; ALL_TOOLS lists every entry.
 - tools.callValue(id, input) → the tool's JSON value; tools.call(id, input) → the raw {tool, result}; tools.<name>(input) is a shorthand where shown below. A failed call throws a catchable Error with .code.
