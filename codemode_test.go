@@ -251,13 +251,13 @@ func TestUncallable(t *testing.T) { // K3, K4, S9, A11, §19
 	rt := newRuntime(t, denyConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
 	cases := map[string]string{
-		`tools.callValue("native:core:secret_admin", {})`: "unknown tool id",  // denied: not callable by a guessed id
-		`tools.callValue("secret_admin", {})`:             "unknown tool id",  // nor by name
-		`tools.callValue("exec", {code: "1"})`:            "control tool",     // code mode's own exec
-		`tools.callValue("wait", {runId: "x"})`:           "control tool",     // code mode's own wait
-		`tools.callValue("native:core:wait", {})`:         "unknown tool id",  // a tool named wait is never catalogued
-		`tools.callValue("native:core:tool_search", {})`:  "unknown tool id",  // tool-search control tools are hidden
-		`tools.callValue("native:core:image", {})`:        "unknown tool id",  // direct-only
+		`tools.callValue("native:core:secret_admin", {})`: "unknown tool id",        // denied: not callable by a guessed id
+		`tools.callValue("secret_admin", {})`:             "unknown tool id",        // nor by name
+		`tools.callValue("exec", {code: "1"})`:            "control tool",           // code mode's own exec
+		`tools.callValue("wait", {runId: "x"})`:           "control tool",           // code mode's own wait
+		`tools.callValue("native:core:wait", {})`:         "unknown tool id",        // a tool named wait is never catalogued
+		`tools.callValue("native:core:tool_search", {})`:  "unknown tool id",        // tool-search control tools are hidden
+		`tools.callValue("native:core:image", {})`:        "unknown tool id",        // direct-only
 		`tools.callValue("mcp:github:create_issue", {})`:  "MCP.github.createIssue", // K4: MCP only via the namespace
 		`tools.describe("mcp:github:create_issue")`:       "MCP.github.createIssue",
 	}
@@ -280,7 +280,9 @@ func TestUncallable(t *testing.T) { // K3, K4, S9, A11, §19
 }
 
 func TestSafeNames(t *testing.T) { // G3, S10
-	echo := func(ctx context.Context, c *api.Call) (*api.Result, error) { return api.TextResult("", map[string]any{"ok": true}) }
+	echo := func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		return api.TextResult("", map[string]any{"ok": true})
+	}
 	tools := []*api.Tool{
 		{Name: "a-b", Execute: echo}, {Name: "a_b", Execute: echo}, // collide: neither gets tools.a_b
 		{Name: "search", Owner: "p", Execute: echo}, {Name: "callValue", Owner: "p", Execute: echo}, // never shadow helpers
@@ -726,4 +728,3 @@ func FuzzExecInput(f *testing.F) {
 		}
 	})
 }
-

@@ -3,6 +3,7 @@ package schemahint
 import (
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // DTSTool is one MCP tool to declare.
@@ -220,6 +221,14 @@ func RenderIndexDTS(servers []DTSServer, opts DTSOptions) string {
 	return b.String()
 }
 
+// bytesToString hands over a buffer that is never written again.
+func bytesToString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
 func nsName(s DTSServer) string {
 	ns, _ := declName(s.JSName)
 	return ns
@@ -239,7 +248,7 @@ func RenderServerDTS(s DTSServer, opts DTSOptions) string {
 	opts = opts.withDefaults()
 	ns, nsOK := declName(s.JSName)
 	d := dtsWriter{opts: opts, ns: ns, nsReal: s.JSName, nsOK: nsOK}
-	d.r.b = make([]byte, 0, min(opts.MaxBytes, 1024+1024*len(s.Tools)))
+	d.r.b = make([]byte, 0, min(opts.MaxBytes, 1024+800*len(s.Tools)))
 	d.raw("// ")
 	d.raw(commentLine(filePath(s.Name)))
 	d.raw(": tools of the MCP server ")
@@ -279,7 +288,7 @@ func RenderServerDTS(s DTSServer, opts DTSOptions) string {
 			strconv.Itoa(opts.MaxBytes) + " bytes: MCP." + ns + ".$api(\"<tool>\") returns one tool's full declaration.\n")
 	}
 	d.raw("}\n")
-	return string(d.r.b)
+	return bytesToString(d.r.b)
 }
 
 // RenderToolDTS renders the declaration of one tool inside its server's
@@ -295,7 +304,7 @@ func RenderToolDTS(s DTSServer, tool DTSTool, opts DTSOptions) string {
 	d.raw(" {\n")
 	d.tool(&tool)
 	d.raw("}\n")
-	return string(d.r.b)
+	return bytesToString(d.r.b)
 }
 
 type dtsWriter struct {
@@ -503,7 +512,7 @@ func (d *dtsWriter) quotedInComment(s string) {
 		r.over = true
 		return
 	}
-	r.b = appendCommentSafe(r.b, string(d.scratch))
+	r.b = appendCommentSafe(r.b, d.scratch)
 }
 
 // outputNote is the compact hint of a declared output shown in declaration

@@ -93,7 +93,10 @@ func compactHint(s *Schema, maxLen int, comments, reqFirst bool) string {
 }
 
 // truncatedHint is the last degradation step: the root object with nested
-// objects collapsed, listing the properties that fit, then `…`.
+// objects collapsed and enums shortened, listing the properties that fit,
+// then `…`. An optional property that does not fit is skipped (later, shorter
+// ones may fit); a required one that does not fit ends the list, so a shown
+// optional property means every required one is shown.
 func truncatedHint(s *Schema, r *renderer, maxLen int) string {
 	if s.kind != kTypes || !hasType(s.types, tObject) {
 		if fitOr("unknown", maxLen) != "" {
@@ -106,6 +109,7 @@ func truncatedHint(s *Schema, r *renderer, maxLen int) string {
 		return fitOr(ellipsis, maxLen)
 	}
 	r.b, r.over, r.comments, r.depth = r.b[:0], false, false, 1
+	r.lim.enum, r.lim.union = 3, 3
 	r.limit = maxLen - len(tail)
 	r.w("{ ")
 	n := 0
@@ -118,18 +122,22 @@ func truncatedHint(s *Schema, r *renderer, maxLen int) string {
 		}
 		return true
 	}
-	done := false
-	for pass := 0; pass < 2 && !done; pass++ {
+	order := func(required bool) bool {
 		for i := range s.props {
 			p := &s.props[i]
-			if r.reqFirst && p.required != (pass == 0) || !r.reqFirst && pass == 1 {
+			if r.reqFirst && p.required != required {
 				continue
 			}
-			if !add(p) {
-				done = true
-				break
+			if !add(p) && p.required {
+				return false
 			}
 		}
+		return true
+	}
+	if !r.reqFirst {
+		order(false)
+	} else if order(true) {
+		order(false)
 	}
 	r.limit = maxLen
 	if n == 0 {

@@ -239,6 +239,10 @@ func plainDoc(s string, maxRunes int, oneLine bool) bool {
 	prev := byte('\n') // the start counts as a line start
 	for i := 0; i < len(s); i++ {
 		c := s[i]
+		if plainByte[c] {
+			prev = c
+			continue
+		}
 		switch {
 		case c == '\n':
 			if oneLine || prev == '\n' || prev == ' ' {
@@ -256,7 +260,7 @@ func plainDoc(s string, maxRunes int, oneLine bool) bool {
 			if prev == '*' || i+1 < len(s) && s[i+1] == '*' {
 				return false
 			}
-		case c < 0x20 || c > 0x7e:
+		default:
 			return false
 		}
 		prev = c
@@ -264,9 +268,17 @@ func plainDoc(s string, maxRunes int, oneLine bool) bool {
 	return prev != ' ' && prev != '\n'
 }
 
+// plainByte marks printable ASCII that needs no attention in plainDoc.
+var plainByte = func() (t [256]bool) {
+	for c := 0x21; c < 0x7f; c++ {
+		t[c] = c != '@' && c != '/'
+	}
+	return t
+}()
+
 // appendCommentSafe appends mid-line text to a comment, breaking "*/" and
 // "/*" (also across the boundary with what b already holds).
-func appendCommentSafe(b []byte, s string) []byte {
+func appendCommentSafe[T string | []byte](b []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		last := byte(0)
