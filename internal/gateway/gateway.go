@@ -21,6 +21,7 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	natives []*api.Tool
+	changed chan struct{}
 }
 
 // Options for Open.
@@ -37,7 +38,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &Gateway{Cfg: cfg, log: log}
+	g := &Gateway{Cfg: cfg, log: log, changed: make(chan struct{}, 1)}
 	natives, err := builtinTools(cfg)
 	if err != nil {
 		return nil, err
@@ -65,6 +66,17 @@ func (g *Gateway) Surface(rc api.RunContext, client []*api.Tool) *codemode.Surfa
 	tools := g.Tools()
 	tools = append(tools, client...)
 	return g.RT.Activate(rc, tools)
+}
+
+// Changed is signalled (coalesced) when the set of tools changes, e.g. an MCP server connected
+// or announced tools/list_changed.
+func (g *Gateway) Changed() <-chan struct{} { return g.changed }
+
+func (g *Gateway) notify() {
+	select {
+	case g.changed <- struct{}{}:
+	default:
+	}
 }
 
 // Close stops everything.

@@ -1,0 +1,60 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// ForRun returns the same surface (tools, catalog) for another run: activation depends on the
+// tool set, the run context only scopes calls, waits and hooks. Gateways that serve many
+// sessions with one tool set activate once and call ForRun per request.
+func (s *Surface) ForRun(rc api.RunContext) *Surface {
+	c := *s
+	c.run = rc
+	return &c
+}
+
+// Call invokes a model-visible tool that is not exec or wait: a direct-only tool, or any tool
+// when code mode is not active (A4). It goes through the same hooks and approval as nested calls.
+func (s *Surface) Call(ctx context.Context, callID, name string, input json.RawMessage) (*api.Result, error) {
+	t := s.byName[name]
+	if t == nil {
+		return nil, fmt.Errorf("unknown tool %q", name)
+	}
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	if !json.Valid(input) {
+		return nil, fmt.Errorf("%s: input is not valid JSON", name)
+	}
+	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
+		Input: input, Run: s.run}
+	for _, h := range s.rt.opts.Hooks {
+		dec, err := h(ctx, ev)
+		if err != nil {
+			return nil, fmt.Errorf("%s was blocked: a before_tool_call hook failed: %w", name, err)
+		}
+		if dec.Block {
+			return nil, fmt.Errorf("%s was blocked: %s", name, dec.Reason)
+		}
+		if dec.Input != nil {
+			ev.Input = dec.Input
+		}
+	}
+	if a := s.rt.opts.Approvals; a != nil {
+		ok, reason, err := a.Approve(ctx, ev)
+		if err != nil {
+			return nil, fmt.Errorf("approval for %s failed: %w", name, err)
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s was not approved: %s", name, reason)
+		}
+	}
+	if t.Execute == nil {
+		return nil, fmt.Errorf("%s has no implementation", name)
+	}
+	return t.Execute(ctx, &api.Call{ToolID: t.ID(), Input: ev.Input, Run: s.run, ParentCallID: callID})
+}
