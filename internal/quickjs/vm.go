@@ -255,16 +255,38 @@ func (m *Module) instantiate(ctx context.Context) (*VM, error) {
 // an image into a fresh instance of the same module yields the same JavaScript heap, including
 // pending promises and host function objects (which dispatch by name).
 type Image struct {
-	Memory       []byte
+	// Memory is the linear memory (or a base it shares, read-only, with other images).
+	Memory []byte
+	// Size, when larger than len(Memory), is the memory size to grow to (new bytes are zero).
+	Size uint32
+	// Patches are written over Memory after it is copied in (a snapshot's changed pages).
+	Patches      []Patch
 	StackPointer uint32
 	RuntimePtr   uint32
 	ContextPtr   uint32
 	Scratch      uint32
 }
 
+// Patch replaces len(Data) bytes at Offset.
+type Patch struct {
+	Offset uint32
+	Data   []byte
+}
+
 // Capture copies the VM's state. Only call it when no JavaScript is running (between drain
 // steps): the C stack must be empty.
 func (vm *VM) Capture() (*Image, error) {
+	img, err := vm.CaptureView()
+	if err != nil {
+		return nil, err
+	}
+	img.Memory = append([]byte(nil), img.Memory...)
+	return img, nil
+}
+
+// CaptureView is Capture without the copy: the image's Memory aliases the VM's linear memory and
+// is valid only until the VM runs again or is closed. For encoders that read it right away.
+func (vm *VM) CaptureView() (*Image, error) {
 	if vm.dead != nil {
 		return nil, vm.dead
 	}
@@ -277,7 +299,7 @@ func (vm *VM) Capture() (*Image, error) {
 		return nil, errors.New("quickjs: cannot read memory")
 	}
 	return &Image{
-		Memory:       append([]byte(nil), b...),
+		Memory:       b,
 		StackPointer: uint32(vm.sp.Get()),
 		RuntimePtr:   vm.rtPtr,
 		ContextPtr:   vm.ctxPtr,
@@ -290,12 +312,25 @@ func (m *Module) Restore(ctx context.Context, img *Image) (*VM, error) {
 	if img == nil || len(img.Memory) == 0 || len(img.Memory)%65536 != 0 {
 		return nil, errors.New("quickjs: invalid image")
 	}
+	size := max(uint32(len(img.Memory)), img.Size)
+	if size%65536 != 0 {
+		return nil, errors.New("quickjs: invalid image size")
+	}
+	if img.Scratch == 0 || img.Scratch+scratchSize > size || img.RuntimePtr >= size ||
+		img.ContextPtr >= size || img.StackPointer > size {
+		return nil, errors.New("quickjs: image pointers out of range")
+	}
+	for _, p := range img.Patches {
+		if uint64(p.Offset)+uint64(len(p.Data)) > uint64(size) {
+			return nil, errors.New("quickjs: image patch out of range")
+		}
+	}
 	vm, err := m.instantiate(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if cur := vm.mem.Size(); uint32(len(img.Memory)) > cur {
-		if _, ok := vm.mem.Grow((uint32(len(img.Memory)) - cur) / 65536); !ok {
+	if cur := vm.mem.Size(); size > cur {
+		if _, ok := vm.mem.Grow((size - cur) / 65536); !ok {
 			vm.Close()
 			return nil, errors.New("quickjs: image larger than the memory limit")
 		}
@@ -304,11 +339,14 @@ func (m *Module) Restore(ctx context.Context, img *Image) (*VM, error) {
 		vm.Close()
 		return nil, errors.New("quickjs: cannot write image")
 	}
-	if img.Scratch == 0 || img.Scratch+scratchSize > uint32(len(img.Memory)) ||
-		img.RuntimePtr >= uint32(len(img.Memory)) || img.ContextPtr >= uint32(len(img.Memory)) ||
-		img.StackPointer > uint32(len(img.Memory)) {
-		vm.Close()
-		return nil, errors.New("quickjs: image pointers out of range")
+	if tail := vm.mem.Size() - uint32(len(img.Memory)); tail > 0 {
+		// Memory the instance allocated beyond the image must read as zero, as in the original.
+		if b, ok := vm.mem.Read(uint32(len(img.Memory)), tail); ok {
+			clear(b)
+		}
+	}
+	for _, p := range img.Patches {
+		vm.mem.Write(p.Offset, p.Data)
 	}
 	vm.sp.Set(uint64(img.StackPointer))
 	vm.rtPtr, vm.ctxPtr = img.RuntimePtr, img.ContextPtr

@@ -65,3 +65,42 @@ func BenchmarkSequentialCalls(b *testing.B) {
 func BenchmarkParallelCalls(b *testing.B) {
 	benchCell(b, `await Promise.all(Array.from({length: 100}, (_, i) => tools.callValue("t", {i}))); return 1`)
 }
+
+// BenchmarkSuspend is exec → waiting: the cell runs, yields, and the VM is snapshotted.
+func BenchmarkSuspend(b *testing.B) {
+	eng, tmpl := testEngine(b)
+	prog, _ := source.Prepare(`const state = {items: Array.from({length: 100}, (_, i) => ({i}))}; await yield_control(); return state.items.length`, source.JavaScript)
+	host := &fakeHost{}
+	b.ReportAllocs()
+	var bytes int
+	for i := 0; i < b.N; i++ {
+		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits())
+		if o.Status != StatusWaiting {
+			b.Fatal(o.Error)
+		}
+		bytes = r.SnapshotBytes()
+		r.Close()
+	}
+	b.ReportMetric(float64(bytes), "snapshot-bytes")
+}
+
+// BenchmarkResume is wait → completed after the pending work settled: restore, deliver, finish.
+func BenchmarkResume(b *testing.B) {
+	eng, tmpl := testEngine(b)
+	prog, _ := source.Prepare(`const state = {items: Array.from({length: 100}, (_, i) => ({i}))}; await yield_control(); return state.items.length`, source.JavaScript)
+	host := &fakeHost{}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits())
+		if o.Status != StatusWaiting {
+			b.Fatal(o.Error)
+		}
+		b.StartTimer()
+		o = r.Resume(context.Background(), defaultLimits())
+		if o.Status != StatusCompleted || string(o.Value) != "100" {
+			b.Fatal(o)
+		}
+		r.Close()
+	}
+}

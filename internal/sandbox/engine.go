@@ -140,7 +140,12 @@ func (e *Engine) newVM(ctx context.Context, img *quickjs.Image, memoryLimit uint
 // run with the same catalog starts from it, so installing a 1,000-tool catalog costs once per
 // catalog version instead of once per exec.
 type Template struct {
-	img *quickjs.Image
+	img  *quickjs.Image
+	hash [32]byte // identifies the image in snapshots made from it
+}
+
+func newTemplate(img *quickjs.Image) *Template {
+	return &Template{img: img, hash: sha256.Sum256(img.Memory)}
 }
 
 // Bytes is the template's memory size.
@@ -171,7 +176,7 @@ func (e *Engine) NewTemplate(ctx context.Context, setup []byte) (*Template, erro
 	if err != nil {
 		return nil, err
 	}
-	return &Template{img: img}, nil
+	return newTemplate(img), nil
 }
 
 // BenchRestore restores the base template into a fresh VM and evaluates one expression: the

@@ -100,6 +100,7 @@ type completion struct {
 // suspended it holds the VM image and the pending calls, which keep running on the host.
 type Run struct {
 	eng     *Engine
+	tmpl    *Template // the image this run started from; snapshots are relative to it
 	host    Host
 	program *source.Program
 	ctx     context.Context
@@ -138,7 +139,7 @@ type Run struct {
 func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmpl *Template, lim Limits) (*Run, Outcome) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{
-		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel,
+		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl,
 		notify: make(chan struct{}, 1), calls: map[int64]*call{},
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
 		maxSnapshot: int(lim.MaxSnapshotBytes),

@@ -606,14 +606,16 @@ func TestCorruptSnapshots(t *testing.T) {
 		func(b []byte) []byte { return b[:10] },
 		func(b []byte) []byte { b[5] ^= 1; return b },
 		func(b []byte) []byte { b[60] ^= 0xff; return b },
+		func(b []byte) []byte { b[len(b)-3] ^= 0xff; return b },
+		func(b []byte) []byte { b[88] = 0xff; return b },
 		func(b []byte) []byte { return b[:len(b)/2] },
-		func(b []byte) []byte { b[52] = 1; return b },
+		func(b []byte) []byte { b[85] = 1; return b },
 	} {
-		if _, err := DecodeSnapshot(eng.snapKey, mutate(append([]byte(nil), good...))); err == nil {
+		if _, err := DecodeSnapshot(eng.snapKey, empty, mutate(append([]byte(nil), good...))); err == nil {
 			t.Error("corrupt snapshot decoded")
 		}
 	}
-	img, err := DecodeSnapshot(eng.snapKey, good)
+	img, err := DecodeSnapshot(eng.snapKey, empty, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -632,7 +634,7 @@ func FuzzSnapshot(f *testing.F) {
 	r.Close()
 	f.Add([]byte("CMS1"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		img, err := DecodeSnapshot(eng.snapKey, data)
+		img, err := DecodeSnapshot(eng.snapKey, empty, data)
 		if err != nil {
 			return
 		}

@@ -16,11 +16,11 @@ var ErrNotSuspended = errors.New("sandbox: run is not suspended")
 
 // suspend captures the idle VM (W1): the guest is waiting on promises only the host can settle.
 func (r *Run) suspend(vm *quickjs.VM, reason string) Outcome {
-	img, err := vm.Capture()
+	img, err := vm.CaptureView()
 	if err != nil {
 		return r.fail(CodeInternal, "cannot snapshot the VM: "+err.Error())
 	}
-	snap := EncodeSnapshot(r.eng.snapKey, img)
+	snap := EncodeSnapshot(r.eng.snapKey, r.tmpl, img)
 	if r.maxSnapshot > 0 && len(snap) > r.maxSnapshot {
 		return r.fail(CodeSnapshotLimit, fmt.Sprintf("snapshot limit exceeded: the suspended VM needs %d bytes and maxSnapshotBytes is %d", len(snap), r.maxSnapshot))
 	}
@@ -98,7 +98,7 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 		}
 		t.Stop()
 	}
-	img, err := DecodeSnapshot(r.eng.snapKey, r.snapshot)
+	img, err := DecodeSnapshot(r.eng.snapKey, r.tmpl, r.snapshot)
 	r.snapshot = nil
 	if err != nil {
 		return r.fail(CodeInternal, "cannot restore the suspended VM: "+err.Error())

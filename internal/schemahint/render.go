@@ -102,10 +102,15 @@ func (r *renderer) propName(name string) {
 	r.quoted(name)
 }
 
+const spaces = "                                                                "
+
 func (r *renderer) indent() {
-	for i := 0; i < r.ind; i++ {
-		r.w("  ")
+	n := 2 * r.ind
+	for n > len(spaces) {
+		r.w(spaces)
+		n -= len(spaces)
 	}
+	r.w(spaces[:n])
 }
 
 func (r *renderer) insert(at int, s string) {
