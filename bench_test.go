@@ -1,0 +1,70 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// syntheticTools builds n native tools with distinct names, descriptions and schemas.
+func syntheticTools(n int) []*api.Tool {
+	verbs := []string{"list", "get", "create", "update", "delete", "search", "archive", "export"}
+	nouns := []string{"issue", "invoice", "customer", "file", "message", "deployment", "ticket", "report", "page", "user"}
+	out := make([]*api.Tool, n)
+	for i := range out {
+		v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
+		name := fmt.Sprintf("%s_%s_%d", v, o, i)
+		out[i] = &api.Tool{
+			Name: name, Owner: fmt.Sprintf("plugin%d", i%20),
+			Description: fmt.Sprintf("%s a %s in system %d. Returns the %s record.", v, o, i, o),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["id"]}`),
+			ReadOnly:    true,
+			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+				return &api.Result{Details: json.RawMessage(`{"ok":true}`)}, nil
+			},
+		}
+	}
+	return out
+}
+
+func benchExec(b *testing.B, tools []*api.Tool, code string) {
+	rt := newRuntime(b, testConfig(b))
+	s := rt.Activate(api.RunContext{SessionKey: "bench"}, tools)
+	in, _ := json.Marshal(map[string]string{"code": code})
+	if r := s.Exec(context.Background(), "warm", in); r.Status != api.StatusCompleted {
+		b.Fatalf("%+v", r)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := s.Exec(context.Background(), "b", in); r.Status != api.StatusCompleted {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// Issue figures: a 1,000-tool catalog.
+func BenchmarkCatalog1000TrivialExec(b *testing.B) { benchExec(b, syntheticTools(1000), "return 1+1") }
+func BenchmarkCatalog1000ExecSearch(b *testing.B) {
+	benchExec(b, syntheticTools(1000), `return (await tools.search("export the invoice report")).length`)
+}
+func BenchmarkCatalog1000Sequential100(b *testing.B) {
+	benchExec(b, syntheticTools(1000), `for (let i = 0; i < 100; i++) await tools.callValue(ALL_TOOLS[i].id, {id: "x"}); return 1`)
+}
+func BenchmarkCatalog1000Parallel100(b *testing.B) {
+	benchExec(b, syntheticTools(1000), `await Promise.all(ALL_TOOLS.slice(0, 100).map(t => tools.callValue(t.id, {id: "x"}))); return 1`)
+}
+
+// BenchmarkActivate1000 is Activate for a 1,000-tool set already seen (fingerprint + cache hit).
+func BenchmarkActivate1000(b *testing.B) {
+	rt := newRuntime(b, testConfig(b))
+	tools := syntheticTools(1000)
+	rt.Activate(api.RunContext{}, tools)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		rt.Activate(api.RunContext{}, tools)
+	}
+}
