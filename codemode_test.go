@@ -728,3 +728,15 @@ func FuzzExecInput(f *testing.F) {
 		}
 	})
 }
+
+func TestSandboxedAgentsNeedBundleMCP(t *testing.T) { // C4
+	rt := newRuntime(t, testConfig(t))
+	s := rt.Activate(api.RunContext{Sandboxed: true}, fixtureTools())
+	if s.Catalog().Counts().MCP != 0 {
+		t.Fatal("sandboxed agent got MCP tools without bundle-mcp")
+	}
+	rt2 := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.Sandbox.Tools.AlsoAllow = []string{config.BundleMCP} }))
+	if rt2.Activate(api.RunContext{Sandboxed: true}, fixtureTools()).Catalog().Counts().MCP != 1 {
+		t.Fatal("bundle-mcp did not allow MCP tools")
+	}
+}

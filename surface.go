@@ -61,9 +61,11 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 	for _, n := range rt.cfg.Tools.DirectOnly {
 		direct[n] = true
 	}
+	// C4: a sandboxed agent reaches MCP servers only with the bundled MCP plugin allowed.
+	dropMCP := rc.Sandboxed && !rt.cfg.Tools.Sandbox.AllowsBundleMCP()
 	eff := make([]*api.Tool, 0, len(tools))
 	for _, t := range tools {
-		if t == nil || !pol.Permits(t) {
+		if t == nil || !pol.Permits(t) || (dropMCP && t.Source == api.SourceMCP) {
 			continue
 		}
 		if direct[t.Name] && !t.DirectOnly {

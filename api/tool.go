@@ -122,4 +122,7 @@ type RunContext struct {
 	DisableTools bool `json:"disableTools,omitempty"`
 	// Raw marks a raw model call without tools (A7).
 	Raw bool `json:"raw,omitempty"`
+	// Sandboxed marks an agent running under the sandbox tool policy: it reaches MCP servers
+	// only when tools.sandbox.tools.alsoAllow includes "bundle-mcp" (C4).
+	Sandboxed bool `json:"sandboxed,omitempty"`
 }
