@@ -284,6 +284,17 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 	if len(res) > MaxResultBytes {
 		return nil, &sandbox.CallError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("result is %d bytes (limit %d)", len(res), MaxResultBytes)}
 	}
+	// The declarations promise arrays for the list calls (mcp/index.d.ts): unwrap the MCP result.
+	field := map[string]string{"mcp.resources.list": "resources", "mcp.prompts.list": "prompts"}[op]
+	if field != "" {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(res, &m) == nil {
+			if v, ok := m[field]; ok && len(v) > 0 && string(v) != "null" {
+				return v, nil
+			}
+			return []byte("[]"), nil
+		}
+	}
 	return res, nil
 }
 
