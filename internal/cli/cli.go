@@ -146,8 +146,10 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 // stderrLogger logs warnings and errors as text to stderr (stdout belongs to results/protocol).
 func stderrLogger(w io.Writer) *slog.Logger {
 	level := slog.LevelWarn
-	if os.Getenv("CODEMODE_DEBUG") != "" {
-		level = slog.LevelDebug
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "CODEMODE_DEBUG") {
+			level = slog.LevelDebug // any targeted debug switch turns logging up
+		}
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
 }

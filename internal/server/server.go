@@ -32,6 +32,7 @@ type Server struct {
 	sessMu   sync.Mutex
 	sessions map[*mcp.ServerSession]string
 	nextSess atomic.Int64
+	debug    debugFlags
 }
 
 // Version is reported to clients in serverInfo.
@@ -42,8 +43,13 @@ func New(g *gateway.Gateway, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, names: map[string]bool{}, sessions: map[*mcp.ServerSession]string{}}
+	s := &Server{g: g, log: log, names: map[string]bool{}, sessions: map[*mcp.ServerSession]string{}, debug: debugFromEnv()}
+	var sdkLog *slog.Logger
+	if s.debug.transport {
+		sdkLog = log
+	}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, &mcp.ServerOptions{
+		Logger:       sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
@@ -78,7 +84,7 @@ func (s *Server) refresh() {
 		s.srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, s.handler(t.Name))
 	}
 	s.names = next
-	s.log.Info("tool surface updated", "active", surf.Active, "visible", surf.VisibleToolNames(), "catalog", catalogSize(surf))
+	s.debug.logSurface(s.log, surf)
 }
 
 func catalogSize(s *codemode.Surface) int {
@@ -122,6 +128,7 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 			} else {
 				res = run.Wait(ctx, callID, args)
 			}
+			s.debug.logResult(s.log, name, callID, res)
 			return execResult(res), nil
 		}
 		out, err := run.Call(ctx, callID, name, args)
