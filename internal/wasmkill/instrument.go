@@ -3,18 +3,33 @@
 //
 // Guest code can spin forever inside a single wasm call (for example a
 // QuickJS built-in that never consults the interrupt handler). wazero can
-// abort such calls with WithCloseOnContextDone, but that instruments every
-// function and loop with a context check and makes QuickJS 3-6x slower.
-// Instead, Instrument rewrites the module once per process: every loop
-// starts with a test of one exported mutable i32 global and traps with
-// `unreachable` when it is non-zero. The host sets the global (via
-// api.MutableGlobal) from a timer at deadline+grace; the running call traps
-// at its next loop iteration, and the host then discards the instance,
-// whose state may be mid-update.
+// abort such calls with WithCloseOnContextDone, but that makes every loop
+// iteration call out to Go and makes QuickJS 3-6x slower. Instead,
+// Instrument rewrites the module once per process: every loop starts with
+// a test of one exported mutable i32 global and traps with `unreachable`
+// when it is non-zero. The host sets the global (via api.MutableGlobal)
+// from a timer at deadline+grace; the running call traps at its next loop
+// iteration, and the host then discards the instance, whose state may be
+// mid-update. In a tight loop the check costs nothing measurable.
 //
 // Only loops are instrumented: without a loop, wasm control flow can only
 // move forward or recurse, and recursion ends in stack exhaustion, so every
-// non-terminating execution passes a loop head infinitely often.
+// non-terminating execution passes a loop head infinitely often. (Tail
+// calls, return_call*, break that argument; they are not instrumented.
+// QuickJS does not use them, and wazero rejects them unless its
+// experimental tail-call feature is enabled.)
+//
+// Caveat, from the Go side: compiled wasm code is not preemptible, and the
+// check never leaves wasm. While a call spins, its goroutine holds a P, so
+// the goroutine that sets the flag needs another one (GOMAXPROCS must exceed
+// the number of concurrently spinning calls); and a garbage collection that
+// starts meanwhile cannot stop the world or finish its cycle, which blocks
+// every goroutine, the one that would set the flag included: the process
+// hangs. Code that can spin without calling the host must therefore not
+// rely on this flag alone while the Go heap may be collected. (A check that
+// also leaves wasm every few thousand iterations, e.g. through
+// `memory.grow 0`, which wazero services in Go, was measured to avoid the
+// hang at no measurable cost to QuickJS; it is not implemented here.)
 package wasmkill
 
 import (
@@ -61,13 +76,21 @@ func instrument(wasm []byte) ([]byte, int, error) {
 		return nil, 0, err
 	}
 
-	var importedFuncs, importedGlobals, definedGlobals uint32
+	var importedFuncs, importedGlobals, definedGlobals, memories uint32
 	for _, s := range sections {
 		switch s.id {
 		case secImport:
-			if importedFuncs, importedGlobals, err = importCounts(s); err != nil {
+			var m uint32
+			if importedFuncs, importedGlobals, m, err = importCounts(s); err != nil {
 				return nil, 0, err
 			}
+			memories += m
+		case secMemory:
+			n, _, err := vecCount(s)
+			if err != nil {
+				return nil, 0, err
+			}
+			memories += n
 		case secGlobal:
 			if definedGlobals, _, err = vecCount(s); err != nil {
 				return nil, 0, err
@@ -86,7 +109,7 @@ func instrument(wasm []byte) ([]byte, int, error) {
 		}
 	}
 	killIndex := uint64(importedGlobals) + uint64(definedGlobals)
-	if killIndex >= math.MaxUint32 {
+	if killIndex+1 >= math.MaxUint32 {
 		return nil, 0, fmt.Errorf("wasmkill: too many globals (%d) to add one", killIndex)
 	}
 
@@ -94,9 +117,13 @@ func instrument(wasm []byte) ([]byte, int, error) {
 	check := []byte{opGlobalGet}
 	check = appendU32(check, uint32(killIndex))
 	check = append(check, opIf, blockTypeEmpty, opUnreachable, opEnd)
+	yields := memories > 0
+	if yields {
+		check = yieldingCheck(uint32(killIndex), uint32(killIndex)+1)
+	}
 
 	// The output is the input plus a few bytes per loop; QuickJS has
-	// roughly one loop per 200 bytes of code.
+	// about one loop per 400 bytes of code (+1.2% in size).
 	out := make([]byte, 0, len(wasm)+len(wasm)/32+64)
 	out = append(out, wasmHeader...)
 
@@ -106,7 +133,7 @@ func instrument(wasm []byte) ([]byte, int, error) {
 	// emitted yet and a section that must follow them is about to be.
 	flush := func(rank int) {
 		if !globalDone && rank > sectionRank[secGlobal] {
-			out = appendSection(out, secGlobal, newGlobalSection(nil))
+			out = appendSection(out, secGlobal, newGlobalSection(nil, yields))
 			globalDone = true
 		}
 		if !exportDone && rank > sectionRank[secExport] {
@@ -128,7 +155,7 @@ func instrument(wasm []byte) ([]byte, int, error) {
 		flush(sectionRank[s.id])
 		switch s.id {
 		case secGlobal:
-			out = appendSection(out, secGlobal, newGlobalSection(&s))
+			out = appendSection(out, secGlobal, newGlobalSection(&s, yields))
 			globalDone = true
 		case secExport:
 			out = appendSection(out, secExport, newExportSection(&s, killIndex))
@@ -151,6 +178,44 @@ func instrument(wasm []byte) ([]byte, int, error) {
 	return out, inserted, nil
 }
 
+// YieldEvery is how many loop iterations pass between two exits to Go in a module with a memory.
+// Compiled wasm cannot be preempted by the Go scheduler: a guest spinning in a loop that never
+// calls the host would hold its thread through a garbage collection's stop-the-world, and the
+// whole process — the timer that sets the kill flag included — would hang. So every YieldEvery
+// iterations the check runs `memory.grow 0`, which wazero services in Go (a preemption point), and
+// tests the kill flag there. Measured: no visible cost on QuickJS, and the kill lands in
+// microseconds even while a GC is pending.
+const YieldEvery = 4096
+
+// yieldingCheck is the loop-head sequence with the periodic exit:
+//
+//	global.get $count; i32.const 1; i32.sub; global.set $count
+//	global.get $count; i32.eqz
+//	if
+//	  i32.const 0; memory.grow 0; drop
+//	  global.get $kill; if; unreachable; end
+//	  i32.const YieldEvery; global.set $count
+//	end
+func yieldingCheck(kill, count uint32) []byte {
+	k, c := appendU32(nil, kill), appendU32(nil, count)
+	b := []byte{opGlobalGet}
+	b = append(b, c...)
+	b = append(b, 0x41, 0x01, 0x6b, 0x24) // i32.const 1; i32.sub; global.set
+	b = append(b, c...)
+	b = append(b, opGlobalGet)
+	b = append(b, c...)
+	b = append(b, 0x45, opIf, blockTypeEmpty)   // i32.eqz; if
+	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a) // i32.const 0; memory.grow 0; drop
+	b = append(b, opGlobalGet)
+	b = append(b, k...)
+	b = append(b, opIf, blockTypeEmpty, opUnreachable, opEnd)
+	b = append(b, 0x41)
+	b = appendS32(b, YieldEvery)
+	b = append(b, 0x24) // global.set
+	b = append(b, c...)
+	return append(b, opEnd)
+}
+
 // killGlobal is the appended global: (global (mut i32) (i32.const 0)).
 var killGlobal = []byte{0x7f, 0x01, 0x41, 0x00, opEnd}
 
@@ -158,16 +223,27 @@ var killGlobal = []byte{0x7f, 0x01, 0x41, 0x00, opEnd}
 // global appended; s is the existing section or nil. The existing entries
 // are copied verbatim. The caller has already checked that the count
 // decodes and that count+1 fits in a u32.
-func newGlobalSection(s *section) []byte {
+func newGlobalSection(s *section, yields bool) []byte {
 	var count uint32
 	var rest []byte
 	if s != nil {
 		count, rest, _ = vecCount(*s)
 	}
-	p := make([]byte, 0, len(rest)+len(killGlobal)+5)
-	p = appendU32(p, count+1)
+	p := make([]byte, 0, len(rest)+2*len(killGlobal)+10)
+	extra := uint32(1)
+	if yields {
+		extra = 2
+	}
+	p = appendU32(p, count+extra)
 	p = append(p, rest...)
-	return append(p, killGlobal...)
+	p = append(p, killGlobal...)
+	if yields {
+		// The countdown: (global (mut i32) (i32.const YieldEvery)), right after the kill flag.
+		p = append(p, 0x7f, 0x01, 0x41)
+		p = appendS32(p, YieldEvery)
+		p = append(p, opEnd)
+	}
+	return p
 }
 
 // newExportSection returns the payload of the export section with the kill

@@ -116,6 +116,18 @@ func appendU32(dst []byte, v uint32) []byte {
 	return append(dst, byte(v))
 }
 
+// appendS32 appends the minimal signed LEB128 encoding of v.
+func appendS32(dst []byte, v int32) []byte {
+	for {
+		b := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
+			return append(dst, b)
+		}
+		dst = append(dst, b|0x80)
+	}
+}
+
 // sizeU32 is the length of appendU32's encoding of v.
 func sizeU32(v uint32) int {
 	n := 1

@@ -163,29 +163,31 @@ func dropCustom(name string) bool {
 // take the low indices of their index space, so the first defined global
 // has index importedGlobals, and the appended kill global has index
 // importedGlobals + definedGlobals.
-func importCounts(s section) (funcs, globals uint32, err error) {
+func importCounts(s section) (funcs, globals, memories uint32, err error) {
 	r := s.payload
 	count, err := r.u32()
 	if err != nil {
-		return 0, 0, s.errorf("%v", err)
+		return 0, 0, 0, s.errorf("%v", err)
 	}
 	for i := uint32(0); i < count; i++ {
 		at := r.pos
 		kind, err := skipImport(&r)
 		if err != nil {
-			return 0, 0, s.errorf("import %d at offset %#x: %v", i, at, err)
+			return 0, 0, 0, s.errorf("import %d at offset %#x: %v", i, at, err)
 		}
 		switch kind {
 		case kindFunc:
 			funcs++
 		case kindGlobal:
 			globals++
+		case kindMemory:
+			memories++
 		}
 	}
 	if r.pos != r.end {
-		return 0, 0, s.errorf("%d trailing bytes at offset %#x", r.end-r.pos, r.pos)
+		return 0, 0, 0, s.errorf("%d trailing bytes at offset %#x", r.end-r.pos, r.pos)
 	}
-	return funcs, globals, nil
+	return funcs, globals, memories, nil
 }
 
 func skipName(r *reader) error {
