@@ -173,7 +173,7 @@ func (r *Run) begin(vm *quickjs.VM) (Outcome, bool) {
 	vm.Free(res)
 	fn, err := vm.Eval(r.program.JS, source.Filename, quickjs.EvalGlobal)
 	if err != nil {
-		if errors.Is(err, quickjs.ErrPendingException) && !r.interrupts {
+		if errors.Is(err, quickjs.ErrPendingException) && !r.stopped(vm) {
 			// A syntax error: the cell never ran, so this is bad input (Z1).
 			exc := vm.TakeException()
 			msg := r.describe(vm, exc)
@@ -231,7 +231,8 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 			reason := vm.PromiseResult(r.main)
 			msg := r.describe(vm, reason)
 			vm.Free(reason)
-			if r.interrupts {
+			if r.stopped(vm) {
+				// Describing the error ran guest code (a getter, a toString) that hit the deadline.
 				return r.timeoutFailure()
 			}
 			return r.guestFailure(msg)
@@ -278,10 +279,13 @@ func (r *Run) complete(vm *quickjs.VM) Outcome {
 	defer vm.Free(val)
 	s, err := vm.Call(r.eng.fns.Encode, quickjs.Undefined, val)
 	if err != nil {
-		if errors.Is(err, quickjs.ErrPendingException) && !r.interrupts {
+		if errors.Is(err, quickjs.ErrPendingException) && !r.stopped(vm) {
 			exc := vm.TakeException()
 			msg := r.describe(vm, exc)
 			vm.Free(exc)
+			if r.stopped(vm) {
+				return r.timeoutFailure()
+			}
 			return r.fail("", "the return value cannot be converted to JSON: "+msg)
 		}
 		return r.vmFailure(vm, err)
@@ -324,13 +328,22 @@ func (r *Run) vmFailure(vm *quickjs.VM, err error) Outcome {
 	case errors.Is(err, quickjs.ErrPendingException):
 		exc := vm.TakeException()
 		defer vm.Free(exc)
-		if r.interrupts {
+		if r.stopped(vm) {
 			return r.timeoutFailure()
 		}
-		return r.guestFailure(r.describe(vm, exc))
+		msg := r.describe(vm, exc)
+		if r.stopped(vm) {
+			return r.timeoutFailure()
+		}
+		return r.guestFailure(msg)
 	default:
 		return r.fail(CodeInternal, err.Error())
 	}
+}
+
+// stopped reports whether the deadline (soft interrupt or hard kill) ended the guest's code.
+func (r *Run) stopped(vm *quickjs.VM) bool {
+	return r.interrupts || vm.Killed() || vm.Dead() != nil
 }
 
 // guestFailure reports an exception that escaped the cell. Out-of-memory is the memory limit

@@ -293,6 +293,7 @@ func TestTimeouts(t *testing.T) { // R2, S4: the deadline holds whatever the gue
 func TestMemoryLimit(t *testing.T) { // R3: the VM fails, the host does not
 	lim := defaultLimits()
 	lim.MemoryLimit = 8 << 20
+	lim.Timeout = 15 * time.Second // the limit, not the deadline, must end these (even on a busy machine)
 	cases := []string{
 		`const a = []; while (true) a.push("x".repeat(1000) + a.length)`,
 		`return new ArrayBuffer(64 << 20).byteLength`,
