@@ -11,6 +11,7 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/builtin"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -86,5 +87,5 @@ func (g *Gateway) Close() error {
 
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {
-	return nil, nil
+	return builtin.Tools(cfg)
 }
