@@ -86,7 +86,7 @@ func TestServeCodeMode(t *testing.T) { // §20 steps 4–8, 12–14 through a re
 	if !slices.Equal(names, []string{"exec", "screenshot", "wait"}) && !slices.Equal(names, []string{"exec", "wait", "screenshot"}) {
 		t.Fatalf("tools %v", names)
 	}
-	r := callExec(t, cs, "exec", map[string]any{"code": `return [ALL_TOOLS.map(t => t.id), await tools.echo({a: 1})]`})
+	r := callExec(t, cs, "exec", map[string]any{"code": `return [ALL_TOOLS.filter(t => ["echo", "slow", "screenshot"].includes(t.name)).map(t => t.id), await tools.echo({a: 1})]`})
 	if r.Status != api.StatusCompleted || string(r.Value) != `[["native:core:echo","native:core:slow"],{"a":1}]` {
 		t.Fatalf("%+v %s", r, r.Value)
 	}
@@ -159,8 +159,7 @@ func TestServeDisabledExposesToolsDirectly(t *testing.T) { // A4 over MCP
 	for _, tl := range lt.Tools {
 		names = append(names, tl.Name)
 	}
-	slices.Sort(names)
-	if !slices.Equal(names, []string{"echo", "other"}) {
+	if !slices.Contains(names, "echo") || !slices.Contains(names, "other") || !slices.Contains(names, "read") || slices.Contains(names, "wait") {
 		t.Fatalf("%v", names)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"k": "v"}})
