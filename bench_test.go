@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	goruntime "runtime"
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
@@ -68,3 +69,16 @@ func BenchmarkActivate1000(b *testing.B) {
 		rt.Activate(api.RunContext{}, tools)
 	}
 }
+
+type runtimeStats struct {
+	goroutines int
+	heap       uint64
+}
+
+func (s *runtimeStats) read() {
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	s.goroutines, s.heap = goruntime.NumGoroutine(), m.HeapInuse
+}
+
+func runtimeGC() { goruntime.GC() }

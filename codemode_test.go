@@ -740,3 +740,68 @@ func TestSandboxedAgentsNeedBundleMCP(t *testing.T) { // C4
 		t.Fatal("bundle-mcp did not allow MCP tools")
 	}
 }
+
+func TestSuspendedLimits(t *testing.T) { // §19: output and snapshot limits apply to suspended calls too
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.MaxSnapshotBytes = 1024 }))
+	r := execCode(t, rt.Activate(api.RunContext{}, nil), `await yield_control(); return 1`)
+	if r.Status != api.StatusFailed || r.Code != api.CodeSnapshotLimit {
+		t.Fatalf("%+v", r)
+	}
+	rt = newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.MaxOutputBytes = 1024 }))
+	s := rt.Activate(api.RunContext{}, nil)
+	r = execCode(t, s, `text("x".repeat(500)); await yield_control(); text("y".repeat(2000)); return 1`)
+	if r.Status != api.StatusWaiting {
+		t.Fatalf("%+v", r)
+	}
+	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
+	w := s.Wait(context.Background(), "w", in)
+	if w.Status != api.StatusFailed || w.Code != api.CodeOutputLimit {
+		t.Fatalf("%+v", w)
+	}
+}
+
+func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing left behind
+	release := make(chan struct{})
+	defer close(release)
+	slow := &api.Tool{Name: "slow", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil, ctx.Err()
+	}}
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) {
+		c.Tools.CodeMode.TimeoutMs = 100
+		c.Tools.CodeMode.SnapshotTTLSeconds = 1
+	}))
+	s := rt.Activate(api.RunContext{SessionKey: "leak"}, []*api.Tool{slow})
+	execCode(t, s, "return 1") // warm up: template built, pools filled
+	runtimeGC()
+	var before runtimeStats
+	before.read()
+	for i := 0; i < 20; i++ {
+		r := execCode(t, s, `await Promise.all([tools.slow({}), tools.slow({}), new Promise(r => setTimeout(r, 600000))]); return 1`)
+		if r.Status != api.StatusWaiting {
+			t.Fatalf("%+v", r)
+		}
+		if i%2 == 0 {
+			rt.CancelRun(r.RunID) // the other half expire (TTL 1 s)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var after runtimeStats
+	for {
+		runtimeGC()
+		after.read()
+		if rt.SuspendedRuns() == 0 && after.goroutines <= before.goroutines+2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left behind: %d suspended runs, goroutines %d → %d", rt.SuspendedRuns(), before.goroutines, after.goroutines)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if grown := int64(after.heap) - int64(before.heap); grown > 16<<20 {
+		t.Fatalf("heap grew by %d bytes after every run was dropped", grown)
+	}
+}

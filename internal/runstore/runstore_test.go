@@ -1,0 +1,199 @@
+package runstore
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+type fakeRun struct{ closed atomic.Int32 }
+
+func (f *fakeRun) Close() { f.closed.Add(1) }
+
+var scope = api.RunContext{AgentID: "a", SessionKey: "s", SessionID: "sid", RunID: "r"}
+
+func TestAcquireRules(t *testing.T) { // W3
+	s := New(time.Minute)
+	defer s.Close()
+	f := &fakeRun{}
+	id := NewID()
+	if err := s.Put(id, scope, f, 100); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		id    string
+		scope api.RunContext
+		want  error
+	}{
+		{"run_nope", scope, ErrUnavailable},
+		{id, api.RunContext{AgentID: "a", SessionKey: "other", SessionID: "sid", RunID: "r"}, ErrWrongSession},
+		{id, api.RunContext{AgentID: "b", SessionKey: "s", SessionID: "sid", RunID: "r"}, ErrWrongSession},
+		{id, api.RunContext{AgentID: "a", SessionKey: "s", SessionID: "sid", RunID: "r2"}, ErrWrongRun},
+	}
+	for _, c := range cases {
+		if _, err := s.Acquire(c.id, c.scope); !errors.Is(err, c.want) {
+			t.Errorf("Acquire(%s, %+v) = %v, want %v", c.id, c.scope, err, c.want)
+		}
+	}
+	e, err := s.Acquire(id, scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(id, scope); !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Acquire: %v", err)
+	}
+	s.Release(e, 200)
+	if s.Bytes() != 200 {
+		t.Fatalf("bytes %d", s.Bytes())
+	}
+	e, _ = s.Acquire(id, scope)
+	s.Remove(e)
+	if f.closed.Load() != 1 || s.Len() != 0 {
+		t.Fatalf("closed %d len %d", f.closed.Load(), s.Len())
+	}
+	if _, err := s.Acquire(id, scope); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("after Remove: %v", err)
+	}
+}
+
+func TestCap(t *testing.T) { // W5
+	s := New(time.Minute)
+	defer s.Close()
+	for i := 0; i < MaxSuspended; i++ {
+		if err := s.Put(NewID(), scope, &fakeRun{}, 1); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	if err := s.Put(NewID(), scope, &fakeRun{}, 1); !errors.Is(err, ErrTooMany) || err.Error() != "too many suspended code mode runs." {
+		t.Fatalf("%v", err)
+	}
+}
+
+func TestExpiryClosesRuns(t *testing.T) { // W7: expired runs release their work without any caller
+	s := New(50 * time.Millisecond)
+	defer s.Close()
+	runs := make([]*fakeRun, 5)
+	for i := range runs {
+		runs[i] = &fakeRun{}
+		if err := s.Put(NewID(), scope, runs[i], 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		all := true
+		for _, r := range runs {
+			all = all && r.closed.Load() == 1
+		}
+		if all && s.Len() == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("expired runs were not closed: %d left", s.Len())
+}
+
+func TestCancel(t *testing.T) { // W7
+	s := New(time.Minute)
+	defer s.Close()
+	a, b, c := &fakeRun{}, &fakeRun{}, &fakeRun{}
+	ida, idb, idc := NewID(), NewID(), NewID()
+	s.Put(ida, scope, a, 1)
+	s.Put(idb, scope, b, 1)
+	s.Put(idc, api.RunContext{SessionKey: "other"}, c, 1)
+	if !s.Cancel(ida) || s.Cancel(ida) {
+		t.Fatal("Cancel result")
+	}
+	if _, err := s.Acquire(ida, scope); !errors.Is(err, ErrCancelled) {
+		t.Fatalf("%v", err)
+	}
+	if n := s.CancelSession("s"); n != 1 || b.closed.Load() != 1 || c.closed.Load() != 0 {
+		t.Fatalf("session cancel %d", n)
+	}
+	// Cancelling a run while a wait holds it: the wait's Release drops it.
+	e, _ := s.Acquire(idc, api.RunContext{SessionKey: "other"})
+	s.Cancel(idc)
+	if c.closed.Load() != 0 {
+		t.Fatal("closed while busy")
+	}
+	s.Release(e, 1)
+	waitFor(t, func() bool { return c.closed.Load() == 1 })
+}
+
+func TestCloseDropsEverything(t *testing.T) { // W4: nothing survives shutdown
+	s := New(time.Minute)
+	runs := []*fakeRun{{}, {}, {}}
+	for _, r := range runs {
+		s.Put(NewID(), scope, r, 1)
+	}
+	s.Close()
+	for _, r := range runs {
+		if r.closed.Load() != 1 {
+			t.Fatal("run survived Close")
+		}
+	}
+	if err := s.Put(NewID(), scope, &fakeRun{}, 1); err == nil {
+		t.Fatal("Put after Close")
+	}
+}
+
+func TestIDsAreUnguessable(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 10000; i++ {
+		id := NewID()
+		if seen[id] || len(id) < 26 {
+			t.Fatalf("weak id %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+func TestHammer(t *testing.T) { // concurrent Put/Acquire/Release/Cancel under -race
+	s := New(20 * time.Millisecond)
+	defer s.Close()
+	before := runtime.NumGoroutine()
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				id := fmt.Sprintf("run_%d_%d", g, i)
+				sc := api.RunContext{SessionKey: fmt.Sprint(g % 3)}
+				if s.Put(id, sc, &fakeRun{}, 10) != nil {
+					continue
+				}
+				if e, err := s.Acquire(id, sc); err == nil {
+					if i%2 == 0 {
+						s.Release(e, 20)
+					} else {
+						s.Remove(e)
+					}
+				}
+				if i%7 == 0 {
+					s.CancelSession(sc.SessionKey)
+				}
+				s.Cancel(id)
+			}
+		}(g)
+	}
+	wg.Wait()
+	waitFor(t, func() bool { return s.Len() == 0 && runtime.NumGoroutine() <= before+1 })
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
