@@ -3,11 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -101,6 +103,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 	}
+	if err := benchSuspended(ctx, rt, *n, *only, add, &results); err != nil {
+		fmt.Fprintln(stderr, "codemode bench:", err)
+		return exitFailed
+	}
 	if exe, err := os.Executable(); err == nil {
 		if !add("cold start to first completed exec (warm compile cache)", max(3, *n/5), func() error {
 			out, err := exec.CommandContext(ctx, exe, "exec", "--code", "return 1+1").Output()
@@ -119,12 +125,82 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitOK
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "measurement\tn\tmin ms\tmedian ms\tmax ms\t")
+	fmt.Fprintln(tw, "measurement\tn\tmin\tmedian\tmax\tunit\t")
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t\n", r.Name, r.N, r.Min, r.Median, r.Max)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%s\t\n", r.Name, r.N, r.Min, r.Median, r.Max, r.Unit)
 	}
 	_ = tw.Flush()
 	return exitOK
+}
+
+// benchSuspended measures suspension: exec → waiting, wait → completed, the stored size of a
+// typical suspended run, and the heap held by 64 suspended runs.
+func benchSuspended(ctx context.Context, rt *codemode.Runtime, n int, only string, add func(string, int, func() error) bool, results *[]benchResult) error {
+	s := rt.Activate(api.RunContext{SessionKey: "bench-suspend"}, nil)
+	code := `const state = {items: Array.from({length: 200}, (_, i) => ({i, name: "item " + i}))};
+await yield_control("bench"); return state.items.length`
+	var runID string
+	suspend := func() error {
+		res := s.ExecInput(ctx, "bench", codemode.ExecInput{Code: &code})
+		if res.Status != api.StatusWaiting {
+			return fmt.Errorf("%s: %s", res.Status, res.Error)
+		}
+		runID = res.RunID
+		return nil
+	}
+	if !add("suspend: exec → waiting (snapshot + store)", n, func() error {
+		if err := suspend(); err != nil {
+			return err
+		}
+		rt.CancelRun(runID)
+		return nil
+	}) {
+		return errors.New("suspend failed")
+	}
+	if only != "" && !strings.Contains("resume: wait → completed", only) && !strings.Contains("suspended", only) {
+		return nil
+	}
+	var samples []time.Duration
+	for i := 0; i < n; i++ {
+		if err := suspend(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		res := s.WaitInput(ctx, "bench", codemode.WaitInput{RunID: runID})
+		samples = append(samples, time.Since(t0))
+		if res.Status != api.StatusCompleted {
+			return fmt.Errorf("wait: %s: %s", res.Status, res.Error)
+		}
+	}
+	*results = append(*results, summarize("resume: wait → completed (restore + deliver + finish)", samples))
+	// 64 suspended runs: stored bytes and the Go heap they hold.
+	goruntime.GC()
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	var ids []string
+	for i := 0; i < 64; i++ {
+		if err := suspend(); err != nil {
+			return err
+		}
+		ids = append(ids, runID)
+	}
+	goruntime.GC()
+	goruntime.ReadMemStats(&after)
+	stored := float64(rt.SuspendedBytes())
+	*results = append(*results,
+		benchResult{Name: "stored bytes per suspended run", Unit: "KB", N: 64, Min: stored / 64 / 1024, Median: stored / 64 / 1024, Max: stored / 64 / 1024},
+		benchResult{Name: "64 suspended runs: Go heap held", Unit: "MB", N: 1, Min: mb(after.HeapInuse, before.HeapInuse), Median: mb(after.HeapInuse, before.HeapInuse), Max: mb(after.HeapInuse, before.HeapInuse)})
+	for _, id := range ids {
+		rt.CancelRun(id)
+	}
+	return nil
+}
+
+func mb(a, b uint64) float64 {
+	if a < b {
+		return 0
+	}
+	return float64(a-b) / (1 << 20)
 }
 
 type sandboxBench struct {
