@@ -3,33 +3,14 @@ package codemode
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	goruntime "runtime"
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/testtools"
 )
 
-// syntheticTools builds n native tools with distinct names, descriptions and schemas.
-func syntheticTools(n int) []*api.Tool {
-	verbs := []string{"list", "get", "create", "update", "delete", "search", "archive", "export"}
-	nouns := []string{"issue", "invoice", "customer", "file", "message", "deployment", "ticket", "report", "page", "user"}
-	out := make([]*api.Tool, n)
-	for i := range out {
-		v, o := verbs[i%len(verbs)], nouns[(i/len(verbs))%len(nouns)]
-		name := fmt.Sprintf("%s_%s_%d", v, o, i)
-		out[i] = &api.Tool{
-			Name: name, Owner: fmt.Sprintf("plugin%d", i%20),
-			Description: fmt.Sprintf("%s a %s in system %d. Returns the %s record.", v, o, i, o),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["id"]}`),
-			ReadOnly:    true,
-			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-				return &api.Result{Details: json.RawMessage(`{"ok":true}`)}, nil
-			},
-		}
-	}
-	return out
-}
+func syntheticTools(n int) []*api.Tool { return testtools.Synthetic(n) }
 
 func benchExec(b *testing.B, tools []*api.Tool, code string) {
 	rt := newRuntime(b, testConfig(b))

@@ -20,6 +20,7 @@ import (
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/searcheval"
+	"github.com/codemode-go/codemode/internal/testtools"
 )
 
 // benchResult is one line of `codemode bench --json`.
@@ -225,6 +226,7 @@ func cellBench(s *codemode.Surface, code, want string) func(ctx context.Context)
 
 func sandboxBenches(ctx context.Context, rt *codemode.Runtime) ([]sandboxBench, error) {
 	s := rt.Activate(api.RunContext{SessionKey: "bench"}, nil)
+	big := rt.Activate(api.RunContext{SessionKey: "bench"}, testtools.Synthetic(1000))
 	mod, err := quickjs.Load(ctx, quickjs.ModuleOptions{})
 	if err != nil {
 		return nil, err
@@ -239,6 +241,10 @@ func sandboxBenches(ctx context.Context, rt *codemode.Runtime) ([]sandboxBench, 
 		{name: "fib(25)", heavy: true, run: cellBench(s, "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) } return fib(25)", "75025")},
 		{name: "100 KB JSON parse+stringify", heavy: true, run: cellBench(s, `const o = []; for (let i = 0; i < 1000; i++) o.push({id: i, name: "item " + i + " of the benchmark set", tags: ["a", "b", "c"], score: i / 7});
 const s = JSON.stringify(o); const back = JSON.parse(s); return [s.length > 90000, JSON.stringify(back) === s]`, "[true,true]")},
+		{name: "1,000-tool catalog: trivial exec", run: cellBench(big, "return 1+1", "2")},
+		{name: "1,000-tool catalog: exec with one tools.search", run: cellBench(big, `return (await tools.search("export the invoice report")).length`, "8")},
+		{name: "1,000-tool catalog: 100 sequential awaited calls", run: cellBench(big, `for (let i = 0; i < 100; i++) await tools.callValue(ALL_TOOLS[i].id, {id: "x"}); return 1`, "1")},
+		{name: "1,000-tool catalog: 100 calls through Promise.all", run: cellBench(big, `await Promise.all(ALL_TOOLS.slice(0, 100).map(t => tools.callValue(t.id, {id: "x"}))); return 1`, "1")},
 	}, nil
 }
 
