@@ -121,7 +121,7 @@ func TestToolsCommand(t *testing.T) {
 }
 
 func TestBenchJSON(t *testing.T) {
-	code, out, errs := run(t, "", "bench", "--json", "-n", "2", "--only", "trivial")
+	code, out, errs := run(t, "", "bench", "--json", "-n", "2", "--only", "trivial exec (return")
 	if code != 0 {
 		t.Fatalf("%d %s", code, errs)
 	}
