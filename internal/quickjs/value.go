@@ -33,7 +33,6 @@ var (
 	Null      = mkval(TagNull, 0)
 	True      = mkval(TagBool, 1)
 	False     = mkval(TagBool, 0)
-	exception = mkval(TagException, 0)
 )
 
 // Tag returns the normalised tag (all doubles report TagFloat64).

@@ -7,7 +7,6 @@ package runstore
 import (
 	"crypto/rand"
 	"encoding/base32"
-	"errors"
 	"sync"
 	"time"
 
@@ -17,14 +16,19 @@ import (
 // MaxSuspended is the per-process cap on suspended runs (W5).
 const MaxSuspended = 64
 
-// Errors, with the messages the seed gives (W3). All map to invalid_input.
-var (
-	ErrUnavailable  = errors.New("code mode run is unavailable or expired.")
-	ErrWrongSession = errors.New("code mode run belongs to a different session.")
-	ErrWrongRun     = errors.New("code mode run belongs to a different run.")
-	ErrBusy         = errors.New("a wait for this code mode run is already in progress.")
-	ErrCancelled    = errors.New("code mode run was cancelled.")
-	ErrTooMany      = errors.New("too many suspended code mode runs.")
+// Error is a run-store error. Its messages are the seed's, final period included (W3).
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// Errors of the store. All map to invalid_input.
+const (
+	ErrUnavailable  Error = "code mode run is unavailable or expired."
+	ErrWrongSession Error = "code mode run belongs to a different session."
+	ErrWrongRun     Error = "code mode run belongs to a different run."
+	ErrBusy         Error = "a wait for this code mode run is already in progress."
+	ErrCancelled    Error = "code mode run was cancelled."
+	ErrTooMany      Error = "too many suspended code mode runs."
 )
 
 // Suspended is what the store keeps for a run: anything with a Close that cancels its pending

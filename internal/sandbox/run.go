@@ -346,7 +346,7 @@ func (r *Run) timeoutFailure() Outcome {
 	if r.ctx.Err() != nil {
 		return r.fail(CodeTimeout, "code mode run was cancelled")
 	}
-	return r.fail(CodeTimeout, fmt.Sprintf("code mode exec timed out: the cell was still running at the deadline (timeoutMs)"))
+	return r.fail(CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)")
 }
 
 // vmFailure classifies an error from the VM: interrupt, hard kill, memory limit, guest exception.
