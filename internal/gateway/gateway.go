@@ -7,11 +7,13 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/builtin"
+	"github.com/codemode-go/codemode/internal/mcpup"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -22,7 +24,9 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	natives []*api.Tool
+	mcp     *mcpup.Manager // nil without MCP servers
 	changed chan struct{}
+	stop    context.CancelFunc
 }
 
 // Options for Open.
@@ -31,6 +35,9 @@ type Options struct {
 	// Extra native tools (tests, embedders).
 	Tools []*api.Tool
 	Wasm  []byte
+	// ReadyTimeout bounds how long Open waits for MCP servers to connect before serving what is
+	// ready (the rest join through Changed). Zero means 20 s.
+	ReadyTimeout time.Duration
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -45,12 +52,52 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	rt, err := codemode.New(ctx, codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm})
+	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm}
+	if len(cfg.MCP.Servers) > 0 {
+		g.mcp = mcpup.New(ctx, cfg, log)
+		ro.Resources = g.mcp
+	}
+	rt, err := codemode.New(ctx, ro)
 	if err != nil {
+		if g.mcp != nil {
+			g.mcp.Close()
+		}
 		return nil, err
 	}
 	g.RT = rt
+	if g.mcp != nil {
+		wait := opts.ReadyTimeout
+		if wait == 0 {
+			wait = 20 * time.Second
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_ = g.mcp.WaitReady(wctx) // servers still connecting join later through Changed
+		cancel()
+		fctx, stop := context.WithCancel(context.Background())
+		g.stop = stop
+		go g.forward(fctx)
+	}
 	return g, nil
+}
+
+// forward turns the MCP manager's change signals into the gateway's.
+func (g *Gateway) forward(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.mcp.Changed():
+			g.notify()
+		}
+	}
+}
+
+// MCPStatus reports the upstream MCP servers (nil without any).
+func (g *Gateway) MCPStatus() []mcpup.ServerStatus {
+	if g.mcp == nil {
+		return nil
+	}
+	return g.mcp.Status()
 }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.
@@ -59,6 +106,9 @@ func (g *Gateway) Tools() []*api.Tool {
 	defer g.mu.Unlock()
 	out := make([]*api.Tool, 0, len(g.natives))
 	out = append(out, g.natives...)
+	if g.mcp != nil {
+		out = append(out, g.mcp.Tools()...)
+	}
 	return out
 }
 
@@ -80,9 +130,18 @@ func (g *Gateway) notify() {
 	}
 }
 
-// Close stops everything.
+// Close stops everything: suspended runs, the runtime, and every MCP server process.
 func (g *Gateway) Close() error {
-	return g.RT.Close()
+	if g.stop != nil {
+		g.stop()
+	}
+	err := g.RT.Close()
+	if g.mcp != nil {
+		if cerr := g.mcp.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
 }
 
 // builtinTools returns the built-in native tools enabled by cfg.

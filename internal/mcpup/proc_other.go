@@ -1,0 +1,17 @@
+//go:build !unix
+
+package mcpup
+
+import (
+	"os"
+	"os/exec"
+)
+
+func setProcAttr(*exec.Cmd) {}
+
+// killGroup kills the server process only: no process groups here.
+func killGroup(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+}

@@ -1,0 +1,299 @@
+package mcpup
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// rawTool holds the schemas of one tool exactly as the server sent them.
+type rawTool struct {
+	Input  json.RawMessage `json:"inputSchema"`
+	Output json.RawMessage `json:"outputSchema"`
+}
+
+// parseRawTools reads the schemas out of a raw tools/list result into into (first one of a name
+// wins, as in the tool list itself).
+func parseRawTools(raw json.RawMessage, into map[string]rawTool) {
+	var page struct {
+		Tools []struct {
+			Name string `json:"name"`
+			rawTool
+		} `json:"tools"`
+	}
+	if json.Unmarshal(raw, &page) != nil {
+		return
+	}
+	for _, t := range page.Tools {
+		if _, dup := into[t.Name]; !dup {
+			into[t.Name] = t.rawTool
+		}
+	}
+}
+
+// listTools fetches every page of tools/list and builds the api.Tools, applying the bounds on
+// untrusted metadata. Pagination is ours rather than ClientSession.Tools (the SDK's iterator) so
+// that every page carries a capture for its raw bytes and a hostile cursor loop is cut short.
+func (s *server) listTools(ctx context.Context, sess *session) ([]*api.Tool, error) {
+	var out []*api.Tool
+	raws := map[string]rawTool{}
+	names := map[string]bool{}
+	seen := map[string]bool{}
+	cursor := ""
+	truncated := false
+pages:
+	for page := 0; ; page++ {
+		if page == maxListPages {
+			s.log.Warn("MCP server tools/list: too many pages; ignoring the rest", "pages", page)
+			break
+		}
+		cp := &capture{}
+		res, err := sess.cs.ListTools(withCapture(ctx, cp), &mcp.ListToolsParams{Cursor: cursor})
+		sess.tr.release(cp)
+		if err != nil {
+			return nil, err
+		}
+		if raw, _ := cp.get(); raw != nil {
+			parseRawTools(raw, raws)
+		}
+		for _, t := range res.Tools {
+			if len(out) == maxToolsPerServer {
+				truncated = true
+				break pages
+			}
+			if t == nil {
+				continue
+			}
+			if !validToolName(t.Name) {
+				s.log.Warn("MCP server tool skipped: the name must be 1–128 bytes of printable characters",
+					"name", clip(t.Name, 160))
+				continue
+			}
+			if names[t.Name] {
+				s.log.Warn("MCP server tool skipped: duplicate name", "name", t.Name)
+				continue
+			}
+			names[t.Name] = true
+			rt, ok := raws[t.Name]
+			if !ok {
+				rt = s.rawSchemas[t.Name] // this page came from the SDK's cache
+			}
+			out = append(out, s.makeTool(t, rt))
+		}
+		if res.NextCursor == "" || seen[res.NextCursor] {
+			break
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+	if truncated {
+		s.log.Warn("MCP server offers too many tools; keeping the first ones", "kept", maxToolsPerServer)
+	}
+	kept := make(map[string]rawTool, len(out))
+	for _, t := range out {
+		if rt, ok := raws[t.Name]; ok {
+			kept[t.Name] = rt
+		} else if rt, ok := s.rawSchemas[t.Name]; ok {
+			kept[t.Name] = rt
+		}
+	}
+	s.rawSchemas = kept
+	return out, nil
+}
+
+// makeTool converts one listed tool. raw holds the server's own schema bytes when we saw them.
+func (s *server) makeTool(t *mcp.Tool, raw rawTool) *api.Tool {
+	label := t.Title
+	if label == "" && t.Annotations != nil {
+		label = t.Annotations.Title
+	}
+	at := &api.Tool{
+		Name:        t.Name,
+		Label:       clip(label, maxLabelBytes),
+		Description: clip(t.Description, maxDescBytes),
+		Source:      api.SourceMCP,
+		Owner:       s.name,
+		ReadOnly:    false, // annotations.readOnlyHint is the server's claim, not a fact
+	}
+	at.InputSchema = s.schema(t.Name, "inputSchema", raw.Input, t.InputSchema)
+	at.OutputSchema = s.schema(t.Name, "outputSchema", raw.Output, t.OutputSchema)
+	ct := &callTool{s: s, name: t.Name, outputSchema: at.OutputSchema}
+	at.Execute = ct.execute
+	return at
+}
+
+// schema picks the raw bytes, or re-encodes the SDK's value (key order lost) when there are none.
+func (s *server) schema(tool, field string, raw json.RawMessage, v any) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		if v == nil {
+			return nil
+		}
+		b, err := json.Marshal(v)
+		if err != nil || string(b) == "null" {
+			return nil
+		}
+		raw = b
+	}
+	out, why := schemaBytes(raw)
+	if why != "" {
+		s.log.Warn("MCP server tool schema dropped", "tool", tool, "field", field, "reason", why)
+	}
+	return out
+}
+
+// callTool is the Execute of one MCP tool.
+type callTool struct {
+	s            *server
+	name         string
+	outputSchema json.RawMessage
+
+	once     sync.Once
+	contract *jsonschema.Schema
+	badErr   error
+}
+
+func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, error) {
+	s := c.s
+	what := "tool " + c.name
+	args := bytes.TrimSpace(call.Input)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	} else if args[0] != '{' || !json.Valid(args) {
+		return nil, fmt.Errorf("MCP server %s: %s: the input must be a JSON object", s.name, what)
+	}
+	sess, err := s.live()
+	if err != nil {
+		return nil, err
+	}
+	cctx, cp, done := s.callCtx(ctx, sess)
+	defer done()
+	res, err := sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		return nil, s.callError(ctx, cctx, sess, what, err)
+	}
+	raw, tooBig := cp.get()
+	if tooBig {
+		return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, what, errTooBig)
+	}
+	if raw == nil {
+		if raw, err = json.Marshal(res); err != nil {
+			return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, what, err)
+		}
+		if len(raw) > maxResultBytes {
+			return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, what, errTooBig)
+		}
+	}
+	return c.result(raw)
+}
+
+// result builds the api.Result from the raw CallToolResult: Content from its content blocks,
+// Details = {content, structuredContent?, isError?, _meta?} with the server's own bytes.
+func (c *callTool) result(raw json.RawMessage) (*api.Result, error) {
+	s := c.s
+	var r struct {
+		Content           json.RawMessage `json:"content"`
+		StructuredContent json.RawMessage `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+		Meta              json.RawMessage `json:"_meta"`
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return nil, fmt.Errorf("MCP server %s: tool %s: malformed result: %v", s.name, c.name, err)
+	}
+	out := &api.Result{IsError: r.IsError, Content: []api.ContentBlock{}}
+	if len(r.Content) > 0 && string(r.Content) != "null" {
+		if err := json.Unmarshal(r.Content, &out.Content); err != nil {
+			return nil, fmt.Errorf("MCP server %s: tool %s: malformed content: %v", s.name, c.name, err)
+		}
+	} else {
+		r.Content = json.RawMessage("[]")
+	}
+	hasSC := len(r.StructuredContent) > 0 && string(r.StructuredContent) != "null"
+	if hasSC && !r.IsError && len(c.outputSchema) > 0 {
+		if err := c.validate(r.StructuredContent); err != nil {
+			return nil, fmt.Errorf("MCP server %s: tool %s: %w", s.name, c.name, err)
+		}
+	}
+	var d bytes.Buffer
+	d.Grow(len(raw) + 64)
+	d.WriteString(`{"content":`)
+	d.Write(r.Content)
+	if hasSC {
+		d.WriteString(`,"structuredContent":`)
+		d.Write(r.StructuredContent)
+	}
+	if r.IsError {
+		d.WriteString(`,"isError":true`)
+	}
+	if len(r.Meta) > 0 && string(r.Meta) != "null" {
+		d.WriteString(`,"_meta":`)
+		d.Write(r.Meta)
+	}
+	d.WriteByte('}')
+	var compact bytes.Buffer
+	compact.Grow(d.Len())
+	if err := json.Compact(&compact, d.Bytes()); err != nil {
+		return nil, fmt.Errorf("MCP server %s: tool %s: malformed result: %v", s.name, c.name, err)
+	}
+	out.Details = compact.Bytes()
+	return out, nil
+}
+
+// refusingLoader keeps schema compilation offline: an untrusted schema must not make us read
+// files or fetch URLs through $ref.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
+}
+
+// validate checks structuredContent against the tool's outputSchema. The schema is compiled on
+// first use; one that does not compile makes every structured result of the tool an error
+// (fail closed, as for native tools).
+func (c *callTool) validate(sc json.RawMessage) error {
+	c.once.Do(func() {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.outputSchema))
+		if err != nil {
+			c.badErr = fmt.Errorf("its outputSchema is not JSON: %v", err)
+			return
+		}
+		comp := jsonschema.NewCompiler()
+		comp.UseLoader(refusingLoader{})
+		loc := "mcp:///" + c.s.name + "/" + c.name + "/outputSchema.json"
+		if err := comp.AddResource(loc, doc); err != nil {
+			c.badErr = fmt.Errorf("its outputSchema is invalid: %v", err)
+			return
+		}
+		if c.contract, err = comp.Compile(loc); err != nil {
+			c.badErr = fmt.Errorf("its outputSchema is invalid: %v", err)
+		}
+	})
+	if c.badErr != nil {
+		return c.badErr
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(sc))
+	if err != nil {
+		return errors.New("structuredContent is not JSON")
+	}
+	err = c.contract.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		leaf := ve
+		for len(leaf.Causes) > 0 {
+			leaf = leaf.Causes[0]
+		}
+		return fmt.Errorf("structuredContent does not match the tool's outputSchema at /%s (keyword %s)",
+			strings.Join(leaf.InstanceLocation, "/"), strings.Join(leaf.ErrorKind.KeywordPath(), "/"))
+	}
+	return errors.New("structuredContent does not match the tool's outputSchema")
+}
