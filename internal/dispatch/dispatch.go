@@ -144,7 +144,7 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 		if err != nil {
 			return nil, &sandbox.CallError{Name: "Error", Code: "invalid_path", Message: err.Error()}
 		}
-		return json.Marshal(text)
+		return []byte(text), nil // raw text: the prelude does not JSON-decode api.read
 	}
 	return nil, &sandbox.CallError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }

@@ -303,7 +303,11 @@
       // ---- virtual declaration files (M3): answered by the host, no tool call ----
       defineGlobal('API', freeze({
         list(prefix) { return askP('api.list', { prefix: prefix === undefined ? '' : S(prefix) }); },
-        read(path) { return askP('api.read', { path: S(path) }); },
+        // The host answers api.read with the file's text itself, not JSON: declaration files
+        // are large and would otherwise be escaped on the host and parsed again here.
+        read(path) {
+          try { return promiseResolve(apply(sync, undefined, ['api.read', stringify({ path: S(path) })])); } catch (e) { return promiseReject(e); }
+        },
       }));
 
       defineGlobal('namespaces', freeze(create(null)));
