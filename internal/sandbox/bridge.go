@@ -17,6 +17,10 @@ import (
 // maxBridgePayload bounds one guest request (a tool input, a search query…).
 const maxBridgePayload = 4 << 20
 
+// MaxUndeliveredBytes bounds the results a run holds for its VM: calls keep running (and
+// finishing) while a run is suspended, and their results wait here for the next wait.
+const MaxUndeliveredBytes = 64 << 20
+
 // hostOut implements text()/json()/console.*: out(kind, text).
 func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
 	if len(args) < 2 {
@@ -176,6 +180,13 @@ func (r *Run) push(c completion) {
 		r.mu.Unlock()
 		return
 	}
+	if r.readyBytes+len(c.result) > MaxUndeliveredBytes {
+		// A suspended run whose calls keep finishing must not grow host memory without bound:
+		// past the budget, results are replaced by an error the cell can catch.
+		c = completion{id: c.id, err: &CallError{Name: "RangeError", Code: "result_dropped",
+			Message: fmt.Sprintf("result dropped: this run already holds %d bytes of undelivered results (limit %d); call wait to receive them", r.readyBytes, MaxUndeliveredBytes)}}
+	}
+	r.readyBytes += len(c.result)
 	r.ready = append(r.ready, c)
 	r.mu.Unlock()
 	select {
@@ -206,7 +217,7 @@ func (r *Run) cancelTimer(id int64) {
 func (r *Run) deliverReady(vm *quickjs.VM) int {
 	r.mu.Lock()
 	ready := r.ready
-	r.ready = nil
+	r.ready, r.readyBytes = nil, 0
 	r.mu.Unlock()
 	n := 0
 	for _, done := range ready {

@@ -108,11 +108,12 @@ type Run struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu      sync.Mutex // guards ready and closed, shared with call goroutines
-	ready   []completion
-	notify  chan struct{}
-	closed  bool
-	running int // async calls holding a concurrency slot
+	mu         sync.Mutex // guards ready, readyBytes, running and closed, shared with call goroutines
+	ready      []completion
+	readyBytes int
+	notify     chan struct{}
+	closed     bool
+	running    int // async calls holding a concurrency slot
 
 	// VM-goroutine state (exec/wait are serialised by the caller).
 	maxPending  int
