@@ -82,7 +82,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rt := &Runtime{opts: opts, cfg: cfg, cm: cfg.Tools.CodeMode, log: log,
-		store: runstore.New(cfg.Tools.CodeMode.SnapshotTTL()), catalogs: newCatalogCache(32)}
+		store: runstore.New(cfg.Tools.CodeMode.SnapshotTTL()), catalogs: newCatalogCache(16)}
 	if rt.cm.Enabled {
 		rt.loadEngine(ctx)
 	}
@@ -140,7 +140,8 @@ func (rt *Runtime) Close() error {
 }
 
 // catalogCache keeps built catalogs and their VM templates for tool sets seen recently: building
-// hints, search indexes and installing ALL_TOOLS happen once per tool-set version.
+// hints, search indexes and installing ALL_TOOLS happen once per tool-set version. It is an LRU of
+// 16 entries (a template is a few MB), so a gateway whose tool set keeps changing stays bounded.
 type catalogCache struct {
 	mu    sync.Mutex
 	max   int
