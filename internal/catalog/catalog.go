@@ -14,9 +14,9 @@ import (
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/schemahint"
 	"github.com/codemode-go/codemode/internal/search"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // ControlTools are never catalogued (K3, A8, S9): code mode's own wait, and the tool-search
@@ -52,7 +52,7 @@ type Entry struct {
 	SafeName string
 	// JSServer/JSName are the MCP namespace identifiers (MCP entries only, M4).
 	JSServer, JSName string
-	contract         *jsonschema.Schema
+	contract         *contract.Schema
 	contractErr      error
 	mcpHintOnce      sync.Once
 	mcpHint          string
@@ -65,7 +65,7 @@ func (e *Entry) Guest() bool { return e.Tool.Source != api.SourceMCP }
 func (e *Entry) ContractError() error { return e.contractErr }
 
 // Contract is the compiled output schema, or nil.
-func (e *Entry) Contract() *jsonschema.Schema { return e.contract }
+func (e *Entry) Contract() *contract.Schema { return e.contract }
 
 // Catalog is a run catalog.
 type Catalog struct {
@@ -194,30 +194,13 @@ func inputHint(raw []byte) string {
 	return schemahint.InputHint(s, hintLen)
 }
 
-// refusingLoader keeps schema compilation offline: no file:// or http(s):// refs (DESIGN.md).
-type refusingLoader struct{}
-
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
-}
-
-func outputContract(id string, raw []byte) (string, *jsonschema.Schema, error) {
+func outputContract(id string, raw []byte) (string, *contract.Schema, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return "", nil, nil
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	sch, err := contract.Compile(id, raw)
 	if err != nil {
-		return "", nil, fmt.Errorf("output schema of %s is not JSON: %v", id, err)
-	}
-	comp := jsonschema.NewCompiler()
-	comp.UseLoader(refusingLoader{})
-	loc := "mem:///" + strings.NewReplacer(":", "/").Replace(id) + ".json"
-	if err := comp.AddResource(loc, doc); err != nil {
-		return "", nil, fmt.Errorf("output schema of %s: %v", id, err)
-	}
-	sch, err := comp.Compile(loc)
-	if err != nil {
-		return "", nil, fmt.Errorf("output schema of %s is invalid: %v", id, err)
+		return "", nil, err
 	}
 	hint := ""
 	if s, err := schemahint.Parse(raw); err == nil {

@@ -17,7 +17,6 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/sandbox"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // MaxResultBytes bounds one nested result crossing into the VM.
@@ -389,7 +388,7 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_result", Message: e.ID + " returned details that are not valid JSON"}
 	}
 	if c := e.Contract(); c != nil {
-		if err := validate(c, res.Details); err != nil {
+		if err := c.Check(res.Details); err != nil {
 			// O4: fail without printing the value.
 			return nil, &sandbox.CallError{Name: "Error", Code: "output_contract_violation",
 				Message: fmt.Sprintf("%s returned details that do not match its declared outputSchema (%s)", e.ID, err)}
@@ -404,32 +403,6 @@ func contentSize(blocks []api.ContentBlock) int {
 		n += len(b.Text) + len(b.Data) + len(b.Resource)
 	}
 	return n
-}
-
-// validate checks details against a compiled contract and describes the first mismatch by
-// location only (keyword and instance path), never by value.
-func validate(s *jsonschema.Schema, details json.RawMessage) error {
-	if len(details) == 0 {
-		details = json.RawMessage("null")
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(details))
-	if err != nil {
-		return errors.New("details are not JSON")
-	}
-	err = s.Validate(inst)
-	if err == nil {
-		return nil
-	}
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		leaf := ve
-		for len(leaf.Causes) > 0 {
-			leaf = leaf.Causes[0]
-		}
-		loc := "/" + strings.Join(leaf.InstanceLocation, "/")
-		return fmt.Errorf("mismatch at %s", loc)
-	}
-	return errors.New("mismatch")
 }
 
 // guestError converts a tool error into plain guest data.

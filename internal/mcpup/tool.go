@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // rawTool holds the schemas of one tool exactly as the server sent them.
@@ -156,7 +155,7 @@ type callTool struct {
 	outputSchema json.RawMessage
 
 	once     sync.Once
-	contract *jsonschema.Schema
+	contract *contract.Schema
 	badErr   error
 }
 
@@ -246,54 +245,24 @@ func (c *callTool) result(raw json.RawMessage) (*api.Result, error) {
 	return out, nil
 }
 
-// refusingLoader keeps schema compilation offline: an untrusted schema must not make us read
-// files or fetch URLs through $ref.
-type refusingLoader struct{}
-
-func (refusingLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
-}
-
 // validate checks structuredContent against the tool's outputSchema. The schema is compiled on
 // first use; one that does not compile makes every structured result of the tool an error
 // (fail closed, as for native tools).
 func (c *callTool) validate(sc json.RawMessage) error {
 	c.once.Do(func() {
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.outputSchema))
-		if err != nil {
-			c.badErr = fmt.Errorf("its outputSchema is not JSON: %v", err)
-			return
-		}
-		comp := jsonschema.NewCompiler()
-		comp.UseLoader(refusingLoader{})
-		loc := "mcp:///" + c.s.name + "/" + c.name + "/outputSchema.json"
-		if err := comp.AddResource(loc, doc); err != nil {
-			c.badErr = fmt.Errorf("its outputSchema is invalid: %v", err)
-			return
-		}
-		if c.contract, err = comp.Compile(loc); err != nil {
-			c.badErr = fmt.Errorf("its outputSchema is invalid: %v", err)
-		}
+		c.contract, c.badErr = contract.Compile("mcp:"+c.s.name+":"+c.name, c.outputSchema)
 	})
 	if c.badErr != nil {
 		return c.badErr
 	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(sc))
-	if err != nil {
-		return errors.New("structuredContent is not JSON")
-	}
-	err = c.contract.Validate(inst)
-	if err == nil {
+	err := c.contract.Check(sc)
+	var m *contract.Mismatch
+	switch {
+	case err == nil:
 		return nil
+	case errors.As(err, &m):
+		return fmt.Errorf("structuredContent does not match the tool's outputSchema at %s (keyword %s)", m.Path, m.Keyword)
+	default:
+		return fmt.Errorf("structuredContent: %w", err)
 	}
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		leaf := ve
-		for len(leaf.Causes) > 0 {
-			leaf = leaf.Causes[0]
-		}
-		return fmt.Errorf("structuredContent does not match the tool's outputSchema at /%s (keyword %s)",
-			strings.Join(leaf.InstanceLocation, "/"), strings.Join(leaf.ErrorKind.KeywordPath(), "/"))
-	}
-	return errors.New("structuredContent does not match the tool's outputSchema")
 }

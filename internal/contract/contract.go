@@ -1,0 +1,82 @@
+// Package contract compiles declared output schemas and checks values against them (O1–O5). It
+// is shared by native tools (whose `details` must match their outputSchema) and MCP tools (whose
+// structuredContent must match the schema the server declared). Compilation is offline — a
+// schema's $ref can never make us read a file or fetch a URL — and a mismatch is reported by
+// location and keyword only, never by value: the value may be a secret (O4).
+package contract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Schema is a compiled JSON Schema.
+type Schema struct{ s *jsonschema.Schema }
+
+// refusingLoader keeps compilation offline.
+type refusingLoader struct{}
+
+func (refusingLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
+}
+
+// Compile compiles a schema. name identifies it in errors (a tool id).
+func Compile(name string, raw []byte) (*Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("output schema of %s is not JSON: %v", name, err)
+	}
+	comp := jsonschema.NewCompiler()
+	comp.UseLoader(refusingLoader{})
+	loc := "mem:///" + strings.NewReplacer(":", "/", " ", "_").Replace(name) + "/outputSchema.json"
+	if err := comp.AddResource(loc, doc); err != nil {
+		return nil, fmt.Errorf("output schema of %s is invalid: %v", name, err)
+	}
+	s, err := comp.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("output schema of %s is invalid: %v", name, err)
+	}
+	return &Schema{s}, nil
+}
+
+// Mismatch says where a value does not match its schema, without the value.
+type Mismatch struct {
+	Path    string // JSON pointer into the value, e.g. /items/0/id
+	Keyword string // the failing schema keyword path, e.g. properties/id/type
+}
+
+func (m *Mismatch) Error() string {
+	if m.Keyword == "" {
+		return "mismatch at " + m.Path
+	}
+	return "mismatch at " + m.Path + " (keyword " + m.Keyword + ")"
+}
+
+// Check validates a JSON document (empty means null). It returns a *Mismatch, or an error when
+// the document is not JSON.
+func (s *Schema) Check(doc []byte) error {
+	if len(bytes.TrimSpace(doc)) == 0 {
+		doc = []byte("null")
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return errors.New("the value is not JSON")
+	}
+	err = s.s.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Mismatch{Path: "/"}
+	}
+	leaf := ve
+	for len(leaf.Causes) > 0 {
+		leaf = leaf.Causes[0]
+	}
+	return &Mismatch{Path: "/" + strings.Join(leaf.InstanceLocation, "/"), Keyword: strings.Join(leaf.ErrorKind.KeywordPath(), "/")}
+}
