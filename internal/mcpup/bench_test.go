@@ -1,3 +1,5 @@
+//go:build unix
+
 package mcpup
 
 import (
@@ -93,15 +95,23 @@ func benchExecute(b *testing.B, t *api.Tool) {
 }
 
 // BenchmarkResultBuild is the Manager's own per-call work on a result: decoding the raw
-// CallToolResult, validating structuredContent and rebuilding Details.
+// CallToolResult, validating structuredContent (when the tool declares an outputSchema) and
+// rebuilding Details.
 func BenchmarkResultBuild(b *testing.B) {
-	s := &server{name: "bench"}
-	c := &callTool{s: s, name: "echo", outputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)}
 	raw := json.RawMessage(`{"content":[{"type":"text","text":"{\"query\":\"hello\",\"limit\":10}"}],"structuredContent":{"n":1},"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"bench","version":""}}}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.result(raw); err != nil {
-			b.Fatal(err)
+	for _, schema := range []string{"", `{"type":"object","properties":{"n":{"type":"integer"}}}`} {
+		name := "no-output-schema"
+		if schema != "" {
+			name = "with-output-schema"
 		}
+		b.Run(name, func(b *testing.B) {
+			c := &callTool{s: &server{name: "bench"}, name: "echo", outputSchema: json.RawMessage(schema)}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.result(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

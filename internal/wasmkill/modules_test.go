@@ -22,17 +22,7 @@ func cat(parts ...[]byte) []byte {
 func leb(v int) []byte { return appendU32(nil, uint32(v)) }
 
 // sleb32 is the signed LEB128 encoding used by i32.const.
-func sleb32(v int32) []byte {
-	var out []byte
-	for {
-		b := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && b&0x40 == 0) || (v == -1 && b&0x40 != 0) {
-			return append(out, b)
-		}
-		out = append(out, b|0x80)
-	}
-}
+func sleb32(v int32) []byte { return appendS32(nil, v) }
 
 func str(s string) []byte { return cat(leb(len(s)), []byte(s)) }
 
