@@ -2,6 +2,7 @@ package quickjs
 
 import (
 	"context"
+	"flag"
 	"testing"
 )
 
@@ -42,3 +43,5 @@ func BenchmarkFib25(b *testing.B) {
 	b.Run("plain+interrupt", func(b *testing.B) { benchEval(b, ModuleOptions{Uninstrumented: true}, true, fib) })
 	b.Run("plain", func(b *testing.B) { benchEval(b, ModuleOptions{Uninstrumented: true}, false, fib) })
 }
+
+var overhead = flag.Bool("overhead", false, "run the instrumentation overhead measurement")
