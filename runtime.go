@@ -66,7 +66,7 @@ type Runtime struct {
 	// (fail closed, never a fallback to direct tools).
 	engineErr error
 	mod       *quickjs.Module
-	store     *runstore.Store
+	store     runstore.Backend
 	catalogs  *catalogCache
 }
 

@@ -126,3 +126,14 @@ type RunContext struct {
 	// only when tools.sandbox.tools.alsoAllow includes "bundle-mcp" (C4).
 	Sandboxed bool `json:"sandboxed,omitempty"`
 }
+
+// Plugin is a set of native tools owned by one plugin id, with a lifecycle. Its tools are
+// catalogued as native:<ID>:<tool> (Owner is set to ID), after the core tools (K1).
+type Plugin struct {
+	ID    string
+	Tools []*Tool
+	// Start runs before the plugin's tools are offered (connect clients, load state). Optional.
+	Start func(ctx context.Context) error
+	// Stop runs at shutdown, or when the plugin is removed. Optional.
+	Stop func(ctx context.Context) error
+}

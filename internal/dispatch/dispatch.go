@@ -376,7 +376,12 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 		if ctx.Err() != nil {
 			return nil, &sandbox.CallError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
 		}
-		return nil, guestError(err)
+		ge := guestError(err)
+		if !strings.Contains(ge.Message, e.ID) {
+			// Name the tool (and for MCP the server): "mcp:github:create_issue: server not connected".
+			ge = &sandbox.CallError{Name: ge.Name, Code: ge.Code, Details: ge.Details, Message: e.ID + ": " + ge.Message}
+		}
+		return nil, ge
 	}
 	if res == nil {
 		res = &api.Result{}
@@ -406,7 +411,7 @@ func contentSize(blocks []api.ContentBlock) int {
 }
 
 // guestError converts a tool error into plain guest data.
-func guestError(err error) error {
+func guestError(err error) *sandbox.CallError {
 	var ce *sandbox.CallError
 	if errors.As(err, &ce) {
 		return ce

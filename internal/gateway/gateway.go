@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,6 +26,7 @@ type Gateway struct {
 	mu      sync.Mutex
 	natives []*api.Tool
 	mcp     *mcpup.Manager // nil without MCP servers
+	plugins []api.Plugin   // started
 	changed chan struct{}
 	stop    context.CancelFunc
 }
@@ -34,7 +36,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Extra native tools (tests, embedders).
 	Tools []*api.Tool
-	Wasm  []byte
+	// Plugins are started in order by Open and stopped by Close; their tools follow the core
+	// tools (K1) with Owner set to the plugin id.
+	Plugins []api.Plugin
+	Wasm    []byte
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before serving what is
 	// ready (the rest join through Changed). Zero means 20 s.
 	ReadyTimeout time.Duration
@@ -52,6 +57,24 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
+	for _, p := range opts.Plugins {
+		if p.ID == "" || p.ID == api.CoreOwner {
+			g.stopPlugins(ctx)
+			return nil, fmt.Errorf("gateway: plugin id %q is not allowed", p.ID)
+		}
+		if p.Start != nil {
+			if err := p.Start(ctx); err != nil {
+				g.stopPlugins(ctx)
+				return nil, fmt.Errorf("gateway: starting plugin %s: %w", p.ID, err)
+			}
+		}
+		g.plugins = append(g.plugins, p)
+		for _, t := range p.Tools {
+			c := *t
+			c.Source, c.Owner = api.SourceNative, p.ID
+			g.natives = append(g.natives, &c)
+		}
+	}
 	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
@@ -62,6 +85,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		if g.mcp != nil {
 			g.mcp.Close()
 		}
+		g.stopPlugins(ctx)
 		return nil, err
 	}
 	g.RT = rt
@@ -141,7 +165,24 @@ func (g *Gateway) Close() error {
 			err = cerr
 		}
 	}
+	if perr := g.stopPlugins(context.Background()); err == nil {
+		err = perr
+	}
 	return err
+}
+
+// stopPlugins stops started plugins in reverse order.
+func (g *Gateway) stopPlugins(ctx context.Context) error {
+	var first error
+	for i := len(g.plugins) - 1; i >= 0; i-- {
+		if stop := g.plugins[i].Stop; stop != nil {
+			if err := stop(ctx); err != nil && first == nil {
+				first = fmt.Errorf("gateway: stopping plugin %s: %w", g.plugins[i].ID, err)
+			}
+		}
+	}
+	g.plugins = nil
+	return first
 }
 
 // builtinTools returns the built-in native tools enabled by cfg.

@@ -274,3 +274,31 @@ func waitListening(t *testing.T, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+func TestPluginLifecycle(t *testing.T) { // tool model: plugins are an id, tools and a lifecycle
+	var events []string
+	p := capi.Plugin{ID: "shipping",
+		Tools: []*capi.Tool{{Name: "shipping_list", Execute: func(ctx context.Context, c *capi.Call) (*capi.Result, error) {
+			return capi.TextResult("", []string{"a"})
+		}}},
+		Start: func(context.Context) error { events = append(events, "start"); return nil },
+		Stop:  func(context.Context) error { events = append(events, "stop"); return nil },
+	}
+	cfg := config.Default()
+	cfg.Workspace = t.TempDir()
+	g, err := Open(context.Background(), cfg, Options{Plugins: []capi.Plugin{p}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := value(t, run(t, g.Surface(capi.RunContext{}, nil), `return [ALL_TOOLS.find(e => e.name === "shipping_list").id, await tools.shipping_list({})]`))
+	if got != `["native:shipping:shipping_list",["a"]]` {
+		t.Fatal(got)
+	}
+	g.Close()
+	if strings.Join(events, ",") != "start,stop" {
+		t.Fatal(events)
+	}
+	if _, err := Open(context.Background(), cfg, Options{Plugins: []capi.Plugin{{ID: "core"}}}); err == nil {
+		t.Fatal("a plugin may not claim the core owner")
+	}
+}

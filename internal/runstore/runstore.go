@@ -31,6 +31,23 @@ const (
 	ErrTooMany      Error = "too many suspended code mode runs."
 )
 
+// Backend is what the runtime needs from a run store. Store, the in-process map, implements it;
+// an opt-in shared store (a fleet of gateways resuming each other's runs) would implement it too,
+// storing the snapshot and pending-call table where the others can reach them.
+type Backend interface {
+	Put(id string, scope api.RunContext, v Suspended, bytes int) error
+	Acquire(id string, scope api.RunContext) (*Entry, error)
+	Release(e *Entry, bytes int)
+	Remove(e *Entry)
+	Cancel(id string) bool
+	CancelSession(sessionKey string) int
+	Len() int
+	Bytes() int
+	Close()
+}
+
+var _ Backend = (*Store)(nil)
+
 // Suspended is what the store keeps for a run: anything with a Close that cancels its pending
 // work and frees its snapshot.
 type Suspended interface {
