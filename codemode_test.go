@@ -805,3 +805,22 @@ func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing lef
 		t.Fatalf("heap grew by %d bytes after every run was dropped", grown)
 	}
 }
+
+func TestCheckPayload(t *testing.T) { // A10: fail closed at the payload
+	rt := newRuntime(t, testConfig(t))
+	s := rt.Activate(api.RunContext{}, fixtureTools())
+	if err := s.CheckPayload(s.VisibleToolNames()); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]string{
+		{"exec", "wait", "image", "read"},
+		{"exec", "image"},
+		{"exec", "exec", "wait"},
+		{"exec", "wait", "image", "image"},
+		{},
+	} {
+		if err := s.CheckPayload(bad); err == nil {
+			t.Errorf("payload %v passed", bad)
+		}
+	}
+}

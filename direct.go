@@ -58,3 +58,37 @@ func (s *Surface) Call(ctx context.Context, callID, name string, input json.RawM
 	}
 	return t.Execute(ctx, &api.Call{ToolID: t.ID(), Input: ev.Input, Run: s.run, ParentCallID: callID})
 }
+
+// CheckPayload is the fail-closed check on the final tool list an embedder sends to a model
+// provider (A10): with code mode active it must hold exactly one exec, one wait, and otherwise
+// only this surface's direct-only tools. A runtime that assembles its payload from several
+// sources calls it last and fails the run on error, rather than leak the catalog into the prompt.
+func (s *Surface) CheckPayload(names []string) error {
+	if !s.Active {
+		return nil
+	}
+	allowed := map[string]bool{}
+	for _, t := range s.Tools {
+		if t.Name != "exec" && t.Name != "wait" {
+			allowed[t.Name] = true
+		}
+	}
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+		if n != "exec" && n != "wait" && !allowed[n] {
+			return fmt.Errorf("code mode payload check: tool %q is neither exec, wait nor an approved direct-only tool", n)
+		}
+	}
+	for _, n := range []string{"exec", "wait"} {
+		if count[n] != 1 {
+			return fmt.Errorf("code mode payload check: %d %q tools in the payload, want exactly one", count[n], n)
+		}
+	}
+	for n, c := range count {
+		if c > 1 {
+			return fmt.Errorf("code mode payload check: tool %q appears %d times", n, c)
+		}
+	}
+	return nil
+}

@@ -64,6 +64,11 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // (clients get notifications/tools/list_changed).
 func (s *Server) refresh() {
 	surf := s.g.Surface(api.RunContext{AgentID: "mcp"}, nil)
+	if err := surf.CheckPayload(surf.VisibleToolNames()); err != nil {
+		// Never expected (Activate builds the list), but never serve a list that fails it.
+		s.log.Error("refusing the tool surface", "err", err)
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.surface = surf
