@@ -597,17 +597,25 @@ func TestSnapshotExpiry(t *testing.T) { // W3, W7: TTL
 	}
 }
 
-func TestRestartSafe(t *testing.T) { // W6
+func TestRestartSafe(t *testing.T) { // W6, X9: refused side effects, no auto-drain, replay-safe results
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
-	r := s.Exec(context.Background(), "c", json.RawMessage(`{"code":"const a = await tools.read({path: \"x\"}); let e; try { await tools.echo({}) } catch (err) { e = err.code } await yield_control(); return [a.path, e]","restartSafe":true}`))
-	if r.Status != api.StatusWaiting || !r.ReplaySafe {
+	r := s.Exec(context.Background(), "c", json.RawMessage(`{"code":"const a = await tools.read({path: \"x\"}); let e; try { await tools.echo({}) } catch (err) { e = err.code } return [a.path, e]","restartSafe":true}`))
+	waits := 0
+	for r.Status == api.StatusWaiting {
+		if !r.ReplaySafe {
+			t.Fatalf("%+v", r)
+		}
+		waits++
+		in, _ := json.Marshal(map[string]string{"runId": r.RunID})
+		r = s.Wait(context.Background(), "w", in)
+	}
+	if string(r.Value) != `["x","not_replay_safe"]` {
 		t.Fatalf("%+v", r)
 	}
-	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
-	got := s.Wait(context.Background(), "w", in)
-	if string(got.Value) != `["x","not_replay_safe"]` {
-		t.Fatalf("%+v", got)
+	// Each nested call became a model-visible step instead of being drained inside the exec.
+	if waits < 2 {
+		t.Fatalf("%d waits: a restart-safe run was drained automatically", waits)
 	}
 }
 

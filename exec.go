@@ -102,7 +102,9 @@ func (s *Surface) ExecInput(ctx context.Context, callID string, in ExecInput) ap
 		return s.failed(start, counters, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	disp := s.dispatcher(callID, counters, in.RestartSafe)
-	run, out := rt.engine.Start(ctx, disp, prog, tmpl, rt.limits())
+	lim := rt.limits()
+	lim.NoDrain = in.RestartSafe
+	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim)
 	return s.finish(start, run, disp, out, in.RestartSafe, nil)
 }
 
@@ -132,7 +134,9 @@ func (s *Surface) WaitInput(ctx context.Context, callID string, in WaitInput) ap
 		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
 	}
 	sr := e.Value.(*suspendedRun)
-	out := sr.run.Resume(ctx, s.rt.limits())
+	lim := s.rt.limits()
+	lim.NoDrain = sr.replaySafe
+	out := sr.run.Resume(ctx, lim)
 	return s.finish(start, sr.run, sr.disp, out, sr.replaySafe, e)
 }
 

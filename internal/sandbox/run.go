@@ -25,6 +25,8 @@ type Limits struct {
 	MaxPending     int           // concurrent nested calls; more are queued (up to MaxQueued)
 	// MaxSnapshotBytes bounds the compressed snapshot of a suspended run (0 = unlimited).
 	MaxSnapshotBytes int64
+	// NoDrain suspends instead of draining nested calls inside the exec (restart-safe runs, X9).
+	NoDrain bool
 }
 
 // MaxQueued bounds nested calls waiting for a slot beyond MaxPending. A cell that starts more
@@ -134,6 +136,8 @@ type Run struct {
 	deadline    time.Time
 	ended       bool
 	memLimit    uint64
+	noDrain     bool // restart-safe: suspend on pending work instead of draining it
+	resumed     bool // a wait just restored the VM: deliver once before suspending again
 }
 
 // Start creates a run for a prepared program from a catalog template and drives it until it
@@ -144,7 +148,7 @@ func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmp
 		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl,
 		notify: make(chan struct{}, 1), calls: map[int64]*call{},
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
-		maxSnapshot: int(lim.MaxSnapshotBytes),
+		maxSnapshot: int(lim.MaxSnapshotBytes), noDrain: lim.NoDrain,
 	}
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
@@ -245,6 +249,12 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		if r.yieldAsked {
 			return r.suspend(vm, ReasonYield)
 		}
+		if r.noDrain && len(r.calls) > 0 && !r.resumed {
+			// X9: restart-safe runs are never drained automatically; each step of pending work
+			// becomes a model-visible wait, so a replay after a restart can rebuild it.
+			return r.suspend(vm, ReasonPendingTools)
+		}
+		r.resumed = false
 		if r.deliverReady(vm) > 0 {
 			continue
 		}

@@ -113,6 +113,7 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
 	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, 0, lim.MemoryLimit
+	r.resumed = true
 	if y := r.yielded; y != nil {
 		r.yielded = nil
 		r.yieldAsked = false
