@@ -74,7 +74,13 @@ func helperServer() {
 		}
 		return textResult(strconv.Itoa(cmd.Process.Pid)), nil
 	})
-	_ = s.Run(context.Background(), &mcp.StdioTransport{})
+	// Not mcp.StdioTransport: it reads os.Stdin with blocking read(2), and with Go 1.26.8 we saw
+	// a server leave a received request unscheduled for seconds about once in 10⁵–10⁶ calls
+	// (the reader goroutine runnable, an M idle, another M blocked in read(0)). Reading stdin
+	// through the netpoller made 1.75M calls clean. Servers are the other side's business;
+	// this keeps the fixture deterministic.
+	_ = syscall.SetNonblock(0, true)
+	_ = s.Run(context.Background(), &mcp.IOTransport{Reader: os.NewFile(0, "stdin"), Writer: os.Stdout})
 }
 
 // helperManager runs a Manager with one helper server, prints the server's pid and waits to be
