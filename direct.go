@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/dispatch"
 )
 
 // ForRun returns the same surface (tools, catalog) for another run: activation depends on the
@@ -32,26 +33,8 @@ func (s *Surface) Call(ctx context.Context, callID, name string, input json.RawM
 	}
 	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: s.run}
-	for _, h := range s.rt.opts.Hooks {
-		dec, err := h(ctx, ev)
-		if err != nil {
-			return nil, fmt.Errorf("%s was blocked: a before_tool_call hook failed: %w", name, err)
-		}
-		if dec.Block {
-			return nil, fmt.Errorf("%s was blocked: %s", name, dec.Reason)
-		}
-		if dec.Input != nil {
-			ev.Input = dec.Input
-		}
-	}
-	if a := s.rt.opts.Approvals; a != nil {
-		ok, reason, err := a.Approve(ctx, ev)
-		if err != nil {
-			return nil, fmt.Errorf("approval for %s failed: %w", name, err)
-		}
-		if !ok {
-			return nil, fmt.Errorf("%s was not approved: %s", name, reason)
-		}
+	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, s.rt.opts.Approvals, ev, name); err != nil {
+		return nil, err
 	}
 	if t.Execute == nil {
 		return nil, fmt.Errorf("%s has no implementation", name)

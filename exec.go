@@ -190,19 +190,11 @@ func (s *Surface) telemetry(start time.Time, c *dispatch.Counters) api.Telemetry
 	return t
 }
 
+// runHooks runs the before_tool_call hooks on the exec or wait call itself (X5). Approval is
+// for the tools a cell calls, not for the cell.
 func (s *Surface) runHooks(ctx context.Context, ev *api.ToolCallEvent) (string, bool) {
-	for _, h := range s.rt.opts.Hooks {
-		dec, err := h(ctx, ev)
-		if err != nil {
-			return fmt.Sprintf("%s was blocked: a before_tool_call hook failed: %v", ev.ToolName, err), true
-		}
-		if dec.Block {
-			reason := dec.Reason
-			if reason == "" {
-				reason = "blocked by policy"
-			}
-			return fmt.Sprintf("%s was blocked: %s", ev.ToolName, reason), true
-		}
+	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, nil, ev, ev.ToolName); err != nil {
+		return err.Error(), true
 	}
 	return "", false
 }

@@ -332,37 +332,10 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 	}
 	ev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}
-	for _, h := range d.Hooks {
-		dec, err := h(ctx, ev)
-		if err != nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: fmt.Sprintf("a before_tool_call hook failed for %s: %v", e.ID, err)}
-		}
-		if dec.Block {
-			reason := dec.Reason
-			if reason == "" {
-				reason = "blocked by policy"
-			}
-			return nil, &sandbox.CallError{Name: "Error", Code: "blocked", Message: fmt.Sprintf("%s was blocked: %s", e.ID, reason)}
-		}
-		if dec.Input != nil {
-			if !json.Valid(dec.Input) {
-				return nil, &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: "a before_tool_call hook rewrote the input to invalid JSON"}
-			}
-			ev.Input = dec.Input
-		}
-	}
+	err := Gate(ctx, d.Hooks, d.Approvals, ev, e.ID)
 	rec.Input = ev.Input
-	if d.Approvals != nil {
-		ok, reason, err := d.Approvals.Approve(ctx, ev)
-		if err != nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "approval_failed", Message: fmt.Sprintf("approval for %s failed: %v", e.ID, err)}
-		}
-		if !ok {
-			if reason == "" {
-				reason = "not approved"
-			}
-			return nil, &sandbox.CallError{Name: "Error", Code: "not_approved", Message: fmt.Sprintf("%s was not approved: %s", e.ID, reason)}
-		}
+	if err != nil {
+		return nil, err
 	}
 	impl := e.Tool
 	if t, ok := d.Tools[e.ID]; ok {
@@ -464,4 +437,43 @@ func textOf(blocks []api.ContentBlock) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// Gate runs the shared pre-call path for any tool call — nested, direct or the exec itself: the
+// before_tool_call hooks in order (the first block wins, rewrites chain into ev.Input), then the
+// approval policy (E1). It returns nil or a *sandbox.CallError the caller reports as is.
+func Gate(ctx context.Context, hooks []api.BeforeToolCallHook, approvals api.ApprovalPolicy, ev *api.ToolCallEvent, label string) error {
+	for _, h := range hooks {
+		dec, err := h(ctx, ev)
+		if err != nil {
+			return &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: fmt.Sprintf("a before_tool_call hook failed for %s: %v", label, err)}
+		}
+		if dec.Block {
+			reason := dec.Reason
+			if reason == "" {
+				reason = "blocked by policy"
+			}
+			return &sandbox.CallError{Name: "Error", Code: "blocked", Message: fmt.Sprintf("%s was blocked: %s", label, reason)}
+		}
+		if dec.Input != nil {
+			if !json.Valid(dec.Input) {
+				return &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: "a before_tool_call hook rewrote the input to invalid JSON"}
+			}
+			ev.Input = dec.Input
+		}
+	}
+	if approvals == nil {
+		return nil
+	}
+	ok, reason, err := approvals.Approve(ctx, ev)
+	if err != nil {
+		return &sandbox.CallError{Name: "Error", Code: "approval_failed", Message: fmt.Sprintf("approval for %s failed: %v", label, err)}
+	}
+	if !ok {
+		if reason == "" {
+			reason = "not approved"
+		}
+		return &sandbox.CallError{Name: "Error", Code: "not_approved", Message: fmt.Sprintf("%s was not approved: %s", label, reason)}
+	}
+	return nil
 }

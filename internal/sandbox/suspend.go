@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
@@ -50,20 +51,7 @@ func (r *Run) PendingInfo() []api.PendingToolCall {
 	return out
 }
 
-func callID(n int64) string {
-	const digits = "0123456789"
-	if n == 0 {
-		return "call_0"
-	}
-	var b [24]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = digits[n%10]
-		n /= 10
-	}
-	return "call_" + string(b[i:])
-}
+func callID(n int64) string { return "call_" + strconv.FormatInt(n, 10) }
 
 // Ready reports whether resuming would make progress without waiting: a call settled, or the
 // run was suspended by yield_control.
