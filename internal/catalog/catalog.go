@@ -144,13 +144,15 @@ func Build(tools []*api.Tool, p Policy) *Catalog {
 	}
 	c.assignSafeNames()
 	c.assignMCPNames()
-	c.guestIndex = search.NewIndex(docs(c.guest, true))
-	c.mcpIndex = search.NewIndex(docs(c.mcp, false))
+	c.guestIndex = search.NewIndex(docs(c.guest))
+	c.mcpIndex = search.NewIndex(docs(c.mcp))
 	c.quickIndex = renderQuickIndex(c)
 	return c
 }
 
-func docs(entries []*Entry, trustedParams bool) []search.Doc {
+// docs builds the search documents. MCP parameter names and descriptions feed ranking only; they
+// are never shown from here (results are rendered from the entries).
+func docs(entries []*Entry) []search.Doc {
 	out := make([]search.Doc, len(entries))
 	for i, e := range entries {
 		out[i] = search.Doc{
@@ -158,7 +160,6 @@ func docs(entries []*Entry, trustedParams bool) []search.Doc {
 			Params: paramNames(e.Tool.InputSchema), Group: e.Tool.Owner,
 		}
 	}
-	_ = trustedParams // MCP parameter names feed ranking only; they are never shown from here
 	return out
 }
 
