@@ -57,29 +57,24 @@ type applyPatchDetails struct {
 }
 
 func applyPatchTool(ws *workspace) *api.Tool {
-	t := newTool("apply_patch", "Apply patch",
+	return typedTool("apply_patch", "Apply patch",
 		"Apply a unified diff to files in the workspace: modify, add (--- /dev/null) and delete (+++ /dev/null) files. All hunks of all files are checked first; if any does not apply, nothing is changed.",
-		applyPatchInput, applyPatchOutput, false)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in applyPatchArgs
-		if err := decodeInput("apply_patch", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Patch == nil || strings.TrimSpace(*in.Patch) == "" {
-			return nil, errors.New("apply_patch: patch is required")
-		}
-		d, err := ws.applyPatch(ctx, *in.Patch)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		b.WriteString("Applied patch:\n")
-		for _, f := range d.Files {
-			fmt.Fprintf(&b, "%s %s (%d hunk%s)\n", strings.ToUpper(f.Action[:1]), f.Path, f.Hunks, plural(f.Hunks))
-		}
-		return result(b.String(), d)
-	}
-	return t
+		applyPatchInput, applyPatchOutput, false,
+		func(ctx context.Context, in *applyPatchArgs) (*api.Result, error) {
+			if in.Patch == nil || strings.TrimSpace(*in.Patch) == "" {
+				return nil, errors.New("apply_patch: patch is required")
+			}
+			d, err := ws.applyPatch(ctx, *in.Patch)
+			if err != nil {
+				return nil, err
+			}
+			var b strings.Builder
+			b.WriteString("Applied patch:\n")
+			for _, f := range d.Files {
+				fmt.Fprintf(&b, "%s %s (%d hunk%s)\n", strings.ToUpper(f.Action[:1]), f.Path, f.Hunks, plural(f.Hunks))
+			}
+			return result(b.String(), d)
+		})
 }
 
 // pendingFile is one file's state while a patch is applied in memory.

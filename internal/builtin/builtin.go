@@ -32,6 +32,7 @@ package builtin
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,6 +95,20 @@ func newTool(name, label, description, input, output string, readOnly bool) *api
 		Owner:        api.CoreOwner,
 		ReadOnly:     readOnly,
 	}
+}
+
+// typedTool builds a tool whose Execute decodes the input into In (decodeInput's strict rules,
+// errors prefixed with the tool's name) and calls run with it.
+func typedTool[In any](name, label, description, input, output string, readOnly bool, run func(ctx context.Context, in *In) (*api.Result, error)) *api.Tool {
+	t := newTool(name, label, description, input, output, readOnly)
+	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
+		var in In
+		if err := decodeInput(name, call.Input, &in); err != nil {
+			return nil, err
+		}
+		return run(ctx, &in)
+	}
+	return t
 }
 
 // compactSchema turns a schema literal into compact JSON, keeping key order. The literals are

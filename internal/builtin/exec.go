@@ -64,37 +64,32 @@ type execDetails struct {
 }
 
 func execTool(ws *workspace) *api.Tool {
-	t := newTool("exec", "Run shell command",
+	return typedTool("exec", "Run shell command",
 		"Run a shell command (sh -c) in the workspace and return its exit code and output (64 KiB of stdout and of stderr at most). The command is killed with its whole process group when it exceeds timeoutMs (default 30 s, at most 10 min).",
-		execInput, execOutput, false)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in execArgs
-		if err := decodeInput("exec", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if strings.TrimSpace(in.Command) == "" {
-			return nil, errors.New("exec: command is required")
-		}
-		if len(in.Command) > execMaxCommand {
-			return nil, fmt.Errorf("exec: command is %d bytes (limit %d)", len(in.Command), execMaxCommand)
-		}
-		if strings.IndexByte(in.Command, 0) >= 0 {
-			return nil, errors.New("exec: command contains a NUL byte")
-		}
-		ms, err := intArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
-		if err != nil {
-			return nil, err
-		}
-		if in.Cwd == "" {
-			in.Cwd = "."
-		}
-		d, err := ws.exec(ctx, in.Command, in.Cwd, time.Duration(ms)*time.Millisecond)
-		if err != nil {
-			return nil, err
-		}
-		return result(execText(d), d)
-	}
-	return t
+		execInput, execOutput, false,
+		func(ctx context.Context, in *execArgs) (*api.Result, error) {
+			if strings.TrimSpace(in.Command) == "" {
+				return nil, errors.New("exec: command is required")
+			}
+			if len(in.Command) > execMaxCommand {
+				return nil, fmt.Errorf("exec: command is %d bytes (limit %d)", len(in.Command), execMaxCommand)
+			}
+			if strings.IndexByte(in.Command, 0) >= 0 {
+				return nil, errors.New("exec: command contains a NUL byte")
+			}
+			ms, err := intArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
+			if err != nil {
+				return nil, err
+			}
+			if in.Cwd == "" {
+				in.Cwd = "."
+			}
+			d, err := ws.exec(ctx, in.Command, in.Cwd, time.Duration(ms)*time.Millisecond)
+			if err != nil {
+				return nil, err
+			}
+			return result(execText(d), d)
+		})
 }
 
 func (w *workspace) exec(ctx context.Context, command, cwd string, timeout time.Duration) (*execDetails, error) {

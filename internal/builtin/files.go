@@ -60,32 +60,27 @@ type readDetails struct {
 }
 
 func readTool(ws *workspace) *api.Tool {
-	t := newTool("read", "Read file",
+	return typedTool("read", "Read file",
 		"Read a text file in the workspace, optionally a window of lines (offset is 1-based). At most 1 MiB is returned per call; use offset and limit to page through larger files.",
-		readInput, readOutput, true)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in readArgs
-		if err := decodeInput("read", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Path == "" {
-			return nil, errors.New("read: path is required")
-		}
-		offset, err := intArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
-		if err != nil {
-			return nil, err
-		}
-		limit, err := intArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
-		if err != nil {
-			return nil, err
-		}
-		d, err := ws.read(ctx, in.Path, offset, limit, maxReadBytes)
-		if err != nil {
-			return nil, err
-		}
-		return result(readText(d), d)
-	}
-	return t
+		readInput, readOutput, true,
+		func(ctx context.Context, in *readArgs) (*api.Result, error) {
+			if in.Path == "" {
+				return nil, errors.New("read: path is required")
+			}
+			offset, err := intArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
+			if err != nil {
+				return nil, err
+			}
+			limit, err := intArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
+			if err != nil {
+				return nil, err
+			}
+			d, err := ws.read(ctx, in.Path, offset, limit, maxReadBytes)
+			if err != nil {
+				return nil, err
+			}
+			return result(readText(d), d)
+		})
 }
 
 // read returns lines [offset, offset+limit) of a file (limit 0: no line bound), at most
@@ -262,59 +257,54 @@ type writeDetails struct {
 }
 
 func writeTool(ws *workspace) *api.Tool {
-	t := newTool("write", "Write file",
+	return typedTool("write", "Write file",
 		"Create a file in the workspace or replace its whole content (at most 8 MiB); the file is replaced atomically. Set createDirs to create missing parent directories.",
-		writeInput, writeOutput, false)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in writeArgs
-		if err := decodeInput("write", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Path == "" {
-			return nil, errors.New("write: path is required")
-		}
-		if in.Content == nil {
-			return nil, errors.New("write: content is required")
-		}
-		if len(*in.Content) > maxFileBytes {
-			return nil, fmt.Errorf("write: content is %d bytes (limit %d)", len(*in.Content), maxFileBytes)
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		p, err := ws.resolve("write", in.Path)
-		if err != nil {
-			return nil, err
-		}
-		if p.rel == "." {
-			return nil, errors.New("write: the path names the workspace directory itself")
-		}
-		root, err := ws.open("write")
-		if err != nil {
-			return nil, err
-		}
-		defer root.Close()
-		fi, exists, err := statFile("write", root, p)
-		if err != nil {
-			return nil, err
-		}
-		var mode fs.FileMode
-		if exists {
-			mode = fi.Mode().Perm()
-		} else if err := ensureParent("write", root, p, in.CreateDirs); err != nil {
-			return nil, err
-		}
-		if err := writeAtomic(root, p.rel, []byte(*in.Content), mode); err != nil {
-			return nil, pathErr("write", p.show, err)
-		}
-		d := writeDetails{Path: p.show, Bytes: len(*in.Content), Created: !exists}
-		verb := "Wrote"
-		if d.Created {
-			verb = "Created"
-		}
-		return result(fmt.Sprintf("%s %s (%d bytes)", verb, p.show, d.Bytes), d)
-	}
-	return t
+		writeInput, writeOutput, false,
+		func(ctx context.Context, in *writeArgs) (*api.Result, error) {
+			if in.Path == "" {
+				return nil, errors.New("write: path is required")
+			}
+			if in.Content == nil {
+				return nil, errors.New("write: content is required")
+			}
+			if len(*in.Content) > maxFileBytes {
+				return nil, fmt.Errorf("write: content is %d bytes (limit %d)", len(*in.Content), maxFileBytes)
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			p, err := ws.resolve("write", in.Path)
+			if err != nil {
+				return nil, err
+			}
+			if p.rel == "." {
+				return nil, errors.New("write: the path names the workspace directory itself")
+			}
+			root, err := ws.open("write")
+			if err != nil {
+				return nil, err
+			}
+			defer root.Close()
+			fi, exists, err := statFile("write", root, p)
+			if err != nil {
+				return nil, err
+			}
+			var mode fs.FileMode
+			if exists {
+				mode = fi.Mode().Perm()
+			} else if err := ensureParent("write", root, p, in.CreateDirs); err != nil {
+				return nil, err
+			}
+			if err := writeAtomic(root, p.rel, []byte(*in.Content), mode); err != nil {
+				return nil, pathErr("write", p.show, err)
+			}
+			d := writeDetails{Path: p.show, Bytes: len(*in.Content), Created: !exists}
+			verb := "Wrote"
+			if d.Created {
+				verb = "Created"
+			}
+			return result(fmt.Sprintf("%s %s (%d bytes)", verb, p.show, d.Bytes), d)
+		})
 }
 
 // ensureParent checks that the parent directory of p exists, creating it when create is set.
@@ -378,31 +368,26 @@ type editDetails struct {
 }
 
 func editTool(ws *workspace) *api.Tool {
-	t := newTool("edit", "Edit file",
+	return typedTool("edit", "Edit file",
 		"Replace an exact piece of text in a workspace file. oldText must occur exactly once (include enough surrounding lines to make it unique) unless replaceAll is set; the result includes a unified diff.",
-		editInput, editOutput, false)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in editArgs
-		if err := decodeInput("edit", call.Input, &in); err != nil {
-			return nil, err
-		}
-		switch {
-		case in.Path == "":
-			return nil, errors.New("edit: path is required")
-		case in.OldText == nil || *in.OldText == "":
-			return nil, errors.New("edit: oldText is required and must not be empty")
-		case in.NewText == nil:
-			return nil, errors.New("edit: newText is required")
-		case *in.OldText == *in.NewText:
-			return nil, errors.New("edit: oldText and newText are identical")
-		}
-		d, err := ws.edit(ctx, in.Path, *in.OldText, *in.NewText, in.ReplaceAll)
-		if err != nil {
-			return nil, err
-		}
-		return result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
-	}
-	return t
+		editInput, editOutput, false,
+		func(ctx context.Context, in *editArgs) (*api.Result, error) {
+			switch {
+			case in.Path == "":
+				return nil, errors.New("edit: path is required")
+			case in.OldText == nil || *in.OldText == "":
+				return nil, errors.New("edit: oldText is required and must not be empty")
+			case in.NewText == nil:
+				return nil, errors.New("edit: newText is required")
+			case *in.OldText == *in.NewText:
+				return nil, errors.New("edit: oldText and newText are identical")
+			}
+			d, err := ws.edit(ctx, in.Path, *in.OldText, *in.NewText, in.ReplaceAll)
+			if err != nil {
+				return nil, err
+			}
+			return result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
+		})
 }
 
 func (w *workspace) edit(ctx context.Context, path, oldText, newText string, all bool) (*editDetails, error) {
@@ -537,24 +522,19 @@ type lsDetails struct {
 }
 
 func lsTool(ws *workspace) *api.Tool {
-	t := newTool("ls", "List directory",
+	return typedTool("ls", "List directory",
 		"List a workspace directory, sorted by name, with each entry's type and size. Names starting with a dot are hidden unless all is set.",
-		lsInput, lsOutput, true)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in lsArgs
-		if err := decodeInput("ls", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Path == "" {
-			in.Path = "."
-		}
-		d, err := ws.ls(ctx, in.Path, in.All)
-		if err != nil {
-			return nil, err
-		}
-		return result(lsText(d), d)
-	}
-	return t
+		lsInput, lsOutput, true,
+		func(ctx context.Context, in *lsArgs) (*api.Result, error) {
+			if in.Path == "" {
+				in.Path = "."
+			}
+			d, err := ws.ls(ctx, in.Path, in.All)
+			if err != nil {
+				return nil, err
+			}
+			return result(lsText(d), d)
+		})
 }
 
 func (w *workspace) ls(ctx context.Context, path string, all bool) (*lsDetails, error) {

@@ -338,38 +338,33 @@ type findDetails struct {
 }
 
 func findTool(ws *workspace) *api.Tool {
-	t := newTool("find", "Find files",
+	return typedTool("find", "Find files",
 		"Find files in the workspace whose paths match a glob: a pattern without a slash matches file names at any depth, ** spans directories and {a,b} lists alternatives. .git directories are skipped and symlinks are not followed.",
-		findInput, findOutput, true)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in findArgs
-		if err := decodeInput("find", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Pattern == "" {
-			return nil, errors.New("find: pattern is required")
-		}
-		limit, err := intArg("find", "limit", in.Limit, 1000, 1, 10000)
-		if err != nil {
-			return nil, err
-		}
-		if in.Path == "" {
-			in.Path = "."
-		}
-		d, err := ws.find(ctx, in.Pattern, in.Path, limit)
-		if err != nil {
-			return nil, err
-		}
-		text := strings.Join(d.Matches, "\n")
-		if len(d.Matches) == 0 {
-			text = "no files match " + in.Pattern
-		}
-		if d.Truncated {
-			text += "\n[results truncated]"
-		}
-		return result(text, d)
-	}
-	return t
+		findInput, findOutput, true,
+		func(ctx context.Context, in *findArgs) (*api.Result, error) {
+			if in.Pattern == "" {
+				return nil, errors.New("find: pattern is required")
+			}
+			limit, err := intArg("find", "limit", in.Limit, 1000, 1, 10000)
+			if err != nil {
+				return nil, err
+			}
+			if in.Path == "" {
+				in.Path = "."
+			}
+			d, err := ws.find(ctx, in.Pattern, in.Path, limit)
+			if err != nil {
+				return nil, err
+			}
+			text := strings.Join(d.Matches, "\n")
+			if len(d.Matches) == 0 {
+				text = "no files match " + in.Pattern
+			}
+			if d.Truncated {
+				text += "\n[results truncated]"
+			}
+			return result(text, d)
+		})
 }
 
 func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*findDetails, error) {
@@ -483,41 +478,36 @@ type grepDetails struct {
 }
 
 func grepTool(ws *workspace) *api.Tool {
-	t := newTool("grep", "Search file contents",
+	return typedTool("grep", "Search file contents",
 		"Search the lines of workspace files for a regular expression (Go RE2 syntax), optionally only in files matching a glob. Binary files, files over 16 MiB and .git directories are skipped.",
-		grepInput, grepOutput, true)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in grepArgs
-		if err := decodeInput("grep", call.Input, &in); err != nil {
-			return nil, err
-		}
-		if in.Pattern == "" {
-			return nil, errors.New("grep: pattern is required")
-		}
-		limit, err := intArg("grep", "limit", in.Limit, 100, 1, 2000)
-		if err != nil {
-			return nil, err
-		}
-		if in.Path == "" {
-			in.Path = "."
-		}
-		d, err := ws.grep(ctx, &in, limit)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		for _, m := range d.Matches {
-			fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
-		}
-		if len(d.Matches) == 0 {
-			b.WriteString("no matches\n")
-		}
-		if d.Truncated {
-			b.WriteString("[results truncated]\n")
-		}
-		return result(b.String(), d)
-	}
-	return t
+		grepInput, grepOutput, true,
+		func(ctx context.Context, in *grepArgs) (*api.Result, error) {
+			if in.Pattern == "" {
+				return nil, errors.New("grep: pattern is required")
+			}
+			limit, err := intArg("grep", "limit", in.Limit, 100, 1, 2000)
+			if err != nil {
+				return nil, err
+			}
+			if in.Path == "" {
+				in.Path = "."
+			}
+			d, err := ws.grep(ctx, in, limit)
+			if err != nil {
+				return nil, err
+			}
+			var b strings.Builder
+			for _, m := range d.Matches {
+				fmt.Fprintf(&b, "%s:%d: %s\n", m.Path, m.Line, m.Text)
+			}
+			if len(d.Matches) == 0 {
+				b.WriteString("no matches\n")
+			}
+			if d.Truncated {
+				b.WriteString("[results truncated]\n")
+			}
+			return result(b.String(), d)
+		})
 }
 
 func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDetails, error) {

@@ -80,29 +80,24 @@ type fetcher struct {
 
 func webFetchTool(cfg config.WebFetch, guard func(netip.AddrPort) error) *api.Tool {
 	f := newFetcher(cfg, guard)
-	t := newTool("web_fetch", "Fetch URL",
+	return typedTool("web_fetch", "Fetch URL",
 		"Fetch an http or https URL with GET and return its readable text: HTML is reduced to the page's text (scripts, styles and navigation removed), other text types are returned as is. Private and local network addresses are refused unless the configuration allows them.",
-		webFetchInput, webFetchOutput, true)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in webFetchArgs
-		if err := decodeInput("web_fetch", call.Input, &in); err != nil {
-			return nil, err
-		}
-		d, err := f.fetch(ctx, &in)
-		if err != nil {
-			return nil, err
-		}
-		var b strings.Builder
-		if d.Title != "" {
-			fmt.Fprintf(&b, "Title: %s\n", d.Title)
-		}
-		fmt.Fprintf(&b, "URL: %s\nStatus: %d\n\n%s", d.FinalURL, d.Status, d.Text)
-		if d.Truncated {
-			b.WriteString("\n[truncated]")
-		}
-		return result(b.String(), d)
-	}
-	return t
+		webFetchInput, webFetchOutput, true,
+		func(ctx context.Context, in *webFetchArgs) (*api.Result, error) {
+			d, err := f.fetch(ctx, in)
+			if err != nil {
+				return nil, err
+			}
+			var b strings.Builder
+			if d.Title != "" {
+				fmt.Fprintf(&b, "Title: %s\n", d.Title)
+			}
+			fmt.Fprintf(&b, "URL: %s\nStatus: %d\n\n%s", d.FinalURL, d.Status, d.Text)
+			if d.Truncated {
+				b.WriteString("\n[truncated]")
+			}
+			return result(b.String(), d)
+		})
 }
 
 // newFetcher builds the HTTP client. guard, when not nil, replaces the address check (tests
