@@ -1,7 +1,6 @@
 package codemode
 
 import (
-	"context"
 	"encoding/json"
 	goruntime "runtime"
 	"testing"
@@ -16,13 +15,13 @@ func benchExec(b *testing.B, tools []*api.Tool, code string) {
 	rt := newRuntime(b, testConfig(b))
 	s := rt.Activate(api.RunContext{SessionKey: "bench"}, tools)
 	in, _ := json.Marshal(map[string]string{"code": code})
-	if r := s.Exec(context.Background(), "warm", in); r.Status != api.StatusCompleted {
+	if r := execRaw(s, "warm", in); r.Status != api.StatusCompleted {
 		b.Fatalf("%+v", r)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if r := s.Exec(context.Background(), "b", in); r.Status != api.StatusCompleted {
+		if r := execRaw(s, "b", in); r.Status != api.StatusCompleted {
 			b.Fatalf("%+v", r)
 		}
 	}

@@ -34,7 +34,7 @@ func testConfig(t testing.TB, mutate ...func(*config.Config)) *config.Config {
 
 func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runtime {
 	t.Helper()
-	o := Options{Config: cfg}
+	o := ConfigOptions(cfg)
 	for _, f := range opts {
 		f(&o)
 	}
@@ -107,7 +107,22 @@ func denyConfig(t testing.TB) *config.Config {
 func execCode(t testing.TB, s *Surface, code string) api.ExecResult {
 	t.Helper()
 	in, _ := json.Marshal(map[string]string{"code": code})
-	return s.Exec(context.Background(), "call_1", in)
+	return execRaw(s, "call_1", in)
+}
+
+// execRaw runs exec with the JSON arguments a model would send.
+func execRaw(s *Surface, callID string, args json.RawMessage) api.ExecResult {
+	return *s.Handle(context.Background(), callID, "exec", args).Exec
+}
+
+// waitRaw runs wait with the JSON arguments a model would send.
+func waitRaw(s *Surface, callID string, args json.RawMessage) api.ExecResult {
+	return *s.Handle(context.Background(), callID, "wait", args).Exec
+}
+
+func withEngine(o Options, e Engine) Options {
+	o.Engine = e
+	return o
 }
 
 func mustComplete(t testing.TB, r api.ExecResult) string {
@@ -124,17 +139,17 @@ func TestDisabledLeavesToolsUnchanged(t *testing.T) { // A4, C1, §19
 		if err != nil {
 			t.Fatal(err)
 		}
-		rt, err := New(context.Background(), Options{Config: cfg})
+		rt, err := New(context.Background(), ConfigOptions(cfg))
 		if err != nil {
 			t.Fatal(err)
 		}
 		tools := fixtureTools()
 		s := rt.Activate(api.RunContext{}, tools)
-		if s.Active {
+		if s.Active() {
 			t.Fatalf("%s: code mode active", cm)
 		}
 		var names []string
-		for _, mt := range s.Tools {
+		for _, mt := range s.Tools() {
 			names = append(names, mt.Name)
 		}
 		var want []string
@@ -144,9 +159,14 @@ func TestDisabledLeavesToolsUnchanged(t *testing.T) { // A4, C1, §19
 		if !slices.Equal(names, want) {
 			t.Fatalf("%s: tools %v, want %v", cm, names, want)
 		}
-		r := s.Exec(context.Background(), "c", json.RawMessage(`{"code":"return 1"}`))
+		code := "return 1"
+		r := s.Exec(context.Background(), "c", ExecInput{Code: &code})
 		if r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput {
 			t.Fatalf("exec on an inactive surface: %+v", r)
+		}
+		// The model's "exec" is the shell tool here (A4): Handle routes it there, not to a cell.
+		if h := s.Handle(context.Background(), "c", "exec", json.RawMessage(`{"command":"true"}`)); h.Exec != nil || h.Tool == nil {
+			t.Fatalf("exec with code mode off: %+v", h)
 		}
 		rt.Close()
 	}
@@ -155,17 +175,17 @@ func TestDisabledLeavesToolsUnchanged(t *testing.T) { // A4, C1, §19
 func TestEnabledSurface(t *testing.T) { // A5, A6, A8, A11, §19
 	rt := newRuntime(t, denyConfig(t))
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, fixtureTools())
-	if !s.Active {
+	if !s.Active() {
 		t.Fatal("not active")
 	}
-	names := s.VisibleToolNames()
+	names := s.ToolNames()
 	if !slices.Equal(names, []string{"exec", "wait", "image"}) {
 		t.Fatalf("model sees %v", names)
 	}
 	var schema struct {
 		Properties map[string]map[string]any `json:"properties"`
 	}
-	_ = json.Unmarshal(s.Tools[0].InputSchema, &schema)
+	_ = json.Unmarshal(s.Tools()[0].InputSchema, &schema)
 	lang := schema.Properties["language"]
 	if lang["type"] != "string" || lang["enum"] == nil || lang["oneOf"] != nil || lang["anyOf"] != nil {
 		t.Fatalf("language must be a flat string enum (X2): %v", lang)
@@ -186,8 +206,8 @@ func TestNoToolRunsStayInactive(t *testing.T) { // A7
 		t.Run(name, func(t *testing.T) {
 			rt := newRuntime(t, c.cfg)
 			s := rt.Activate(c.rc, fixtureTools())
-			if s.Active || len(s.Tools) != 0 {
-				t.Fatalf("active=%v tools=%v", s.Active, s.VisibleToolNames())
+			if s.Active() || len(s.Tools()) != 0 {
+				t.Fatalf("active=%v tools=%v", s.Active(), s.ToolNames())
 			}
 		})
 	}
@@ -274,7 +294,7 @@ func TestUncallable(t *testing.T) { // K3, K4, S9, A11, §19
 	if got := mustComplete(t, r); got != "0" {
 		t.Fatalf("shell exec by id: %s", got)
 	}
-	if names := s.VisibleToolNames(); slices.Contains(names, "tool_search") {
+	if names := s.ToolNames(); slices.Contains(names, "tool_search") {
 		t.Fatalf("tool_search visible: %v", names)
 	}
 }
@@ -336,7 +356,7 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 		try { await tools.read({path: "secret.txt"}) } catch (e) { blocked = e.code + " " + e.message }
 		try { await tools.callValue("native:core:exec", {command: "rm -rf /"}) } catch (e) { denied = e.code + " " + e.message }
 		return {echoed, blocked, denied}`, "language": "javascript"})
-	r := s.Exec(context.Background(), "parent_7", in)
+	r := execRaw(s, "parent_7", in)
 	want := `{"echoed":{"rewritten":true},"blocked":"blocked native:core:read was blocked: no secrets","denied":"not_approved native:core:exec was not approved: shell needs a human"}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
@@ -452,7 +472,7 @@ func TestExecInputRules(t *testing.T) { // X1, X2, X4
 	}
 	for _, c := range cases {
 		t.Run(c.in, func(t *testing.T) {
-			r := s.Exec(context.Background(), "c", json.RawMessage(c.in))
+			r := execRaw(s, "c", json.RawMessage(c.in))
 			if c.wantErr == "" {
 				mustComplete(t, r)
 				return
@@ -468,11 +488,11 @@ func TestTypeScript(t *testing.T) { // T1
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
 	in := `{"code":"interface S { id: string; paid: boolean; tons: number }\nconst all: S[] = await tools.callValue(\"native:shipping:shipping_list\", {});\nreturn all.filter((s: S) => s.tons > 10).map(s => s.id as string);","language":"typescript"}`
-	r := s.Exec(context.Background(), "c", json.RawMessage(in))
+	r := execRaw(s, "c", json.RawMessage(in))
 	if got := mustComplete(t, r); got != `["a","b"]` {
 		t.Fatalf("got %s", got)
 	}
-	r = s.Exec(context.Background(), "c", json.RawMessage(`{"code":"const x: number = ;","language":"typescript"}`))
+	r = execRaw(s, "c", json.RawMessage(`{"code":"const x: number = ;","language":"typescript"}`))
 	if r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput || !strings.Contains(r.Error, "line 1:") {
 		t.Fatalf("%+v", r)
 	}
@@ -500,7 +520,7 @@ func TestWaitLifecycle(t *testing.T) { // W1, W3, W4, W7, §19
 	}
 	wait := func(s *Surface, id string) api.ExecResult {
 		in, _ := json.Marshal(map[string]string{"runId": id})
-		return s.Wait(context.Background(), "w", in)
+		return waitRaw(s, "w", in)
 	}
 	// Wrong session, unknown, malformed.
 	other := rt.Activate(api.RunContext{AgentID: "a", SessionKey: "s2", RunID: "r1"}, []*api.Tool{slow})
@@ -531,8 +551,8 @@ func TestWaitLifecycle(t *testing.T) { // W1, W3, W4, W7, §19
 	if got := wait(s, r.RunID); got.Status != api.StatusFailed || !strings.Contains(got.Error, "unavailable") {
 		t.Fatalf("%+v", got)
 	}
-	if rt.SuspendedRuns() != 0 {
-		t.Fatalf("%d suspended runs left", rt.SuspendedRuns())
+	if rt.Stats().SuspendedRuns != 0 {
+		t.Fatalf("%d suspended runs left", rt.Stats().SuspendedRuns)
 	}
 	// Cancelled runs report cancellation (W7).
 	r = execCode(t, s, `await yield_control("pause"); return 1`)
@@ -556,9 +576,9 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 	r := execCode(t, s, `return await tools.slow({})`)
 	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
 	first := make(chan api.ExecResult)
-	go func() { first <- s.Wait(context.Background(), "w1", in) }()
+	go func() { first <- waitRaw(s, "w1", in) }()
 	time.Sleep(50 * time.Millisecond)
-	second := s.Wait(context.Background(), "w2", in)
+	second := waitRaw(s, "w2", in)
 	if second.Status != api.StatusFailed || !strings.Contains(second.Error, "already in progress") {
 		t.Fatalf("%+v", second)
 	}
@@ -580,8 +600,8 @@ func TestSuspendedRunCap(t *testing.T) { // W5
 	if r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput || r.Error != "too many suspended code mode runs." {
 		t.Fatalf("%+v", r)
 	}
-	if n := rt.EndSession("s"); n != 64 || rt.SuspendedRuns() != 0 {
-		t.Fatalf("ended %d, left %d", n, rt.SuspendedRuns())
+	if n := rt.EndSession("s"); n != 64 || rt.Stats().SuspendedRuns != 0 {
+		t.Fatalf("ended %d, left %d", n, rt.Stats().SuspendedRuns)
 	}
 }
 
@@ -591,7 +611,7 @@ func TestSnapshotExpiry(t *testing.T) { // W3, W7: TTL
 	r := execCode(t, s, `await yield_control(); return 1`)
 	time.Sleep(1300 * time.Millisecond)
 	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
-	got := s.Wait(context.Background(), "w", in)
+	got := waitRaw(s, "w", in)
 	if got.Status != api.StatusFailed || got.Error != "code mode run is unavailable or expired." {
 		t.Fatalf("%+v", got)
 	}
@@ -600,15 +620,15 @@ func TestSnapshotExpiry(t *testing.T) { // W3, W7: TTL
 func TestRestartSafe(t *testing.T) { // W6, X9: refused side effects, no auto-drain, replay-safe results
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
-	r := s.Exec(context.Background(), "c", json.RawMessage(`{"code":"const a = await tools.read({path: \"x\"}); let e; try { await tools.echo({}) } catch (err) { e = err.code } return [a.path, e]","restartSafe":true}`))
+	r := execRaw(s, "c", json.RawMessage(`{"code":"const a = await tools.read({path: \"x\"}); let e; try { await tools.echo({}) } catch (err) { e = err.code } return [a.path, e]","restartSafe":true}`))
 	waits := 0
 	for r.Status == api.StatusWaiting {
-		if !r.ReplaySafe {
+		if !r.RestartSafe {
 			t.Fatalf("%+v", r)
 		}
 		waits++
 		in, _ := json.Marshal(map[string]string{"runId": r.RunID})
-		r = s.Wait(context.Background(), "w", in)
+		r = waitRaw(s, "w", in)
 	}
 	if string(r.Value) != `["x","not_replay_safe"]` {
 		t.Fatalf("%+v", r)
@@ -620,14 +640,14 @@ func TestRestartSafe(t *testing.T) { // W6, X9: refused side effects, no auto-dr
 }
 
 func TestFailClosed(t *testing.T) { // §0, Z2: no sandbox → every exec fails, tools stay hidden
-	rt, err := New(context.Background(), Options{Config: testConfig(t), Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")})
+	rt, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), Engine{Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
 	s := rt.Activate(api.RunContext{}, fixtureTools())
-	if !s.Active || !slices.Equal(s.VisibleToolNames(), []string{"exec", "wait", "image"}) {
-		t.Fatalf("tools were exposed directly: %v", s.VisibleToolNames())
+	if !s.Active() || !slices.Equal(s.ToolNames(), []string{"exec", "wait", "image"}) {
+		t.Fatalf("tools were exposed directly: %v", s.ToolNames())
 	}
 	r := execCode(t, s, "return 1")
 	if r.Status != api.StatusFailed || r.Code != api.CodeRuntimeUnavailable {
@@ -638,7 +658,7 @@ func TestFailClosed(t *testing.T) { // §0, Z2: no sandbox → every exec fails,
 func TestQuickIndexGolden(t *testing.T) { // Q1–Q3: bounded, deterministic, no descriptions, no MCP
 	rt := newRuntime(t, denyConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
-	desc := s.Tools[0].Description
+	desc := s.Tools()[0].Description
 	golden := filepath.Join("testdata", "exec-description.golden")
 	if *update {
 		_ = os.MkdirAll("testdata", 0o755)
@@ -663,7 +683,7 @@ func TestQuickIndexGolden(t *testing.T) { // Q1–Q3: bounded, deterministic, no
 	for i := 0; i < 1000; i++ {
 		many = append(many, &api.Tool{Name: fmt.Sprintf("tool_%04d", i), InputSchema: schema(`{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}`)})
 	}
-	d := rt.Activate(api.RunContext{}, many).Tools[0].Description
+	d := rt.Activate(api.RunContext{}, many).Tools()[0].Description
 	if len(d) > 12000 || !strings.Contains(d, "tools.search") || !strings.Contains(d, "more") {
 		t.Fatalf("quick index of 1000 tools is %d bytes", len(d))
 	}
@@ -722,7 +742,7 @@ func FuzzExecInput(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		r := s.Exec(context.Background(), "fuzz", in)
+		r := execRaw(s, "fuzz", in)
 		switch r.Status {
 		case api.StatusCompleted, api.StatusFailed, api.StatusWaiting:
 		default:
@@ -740,11 +760,11 @@ func FuzzExecInput(f *testing.F) {
 func TestSandboxedAgentsNeedBundleMCP(t *testing.T) { // C4
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{Sandboxed: true}, fixtureTools())
-	if s.Catalog().Counts().MCP != 0 {
+	if s.Catalog().Sources.MCP != 0 {
 		t.Fatal("sandboxed agent got MCP tools without bundle-mcp")
 	}
 	rt2 := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.Sandbox.Tools.AlsoAllow = []string{config.BundleMCP} }))
-	if rt2.Activate(api.RunContext{Sandboxed: true}, fixtureTools()).Catalog().Counts().MCP != 1 {
+	if rt2.Activate(api.RunContext{Sandboxed: true}, fixtureTools()).Catalog().Sources.MCP != 1 {
 		t.Fatal("bundle-mcp did not allow MCP tools")
 	}
 }
@@ -762,7 +782,7 @@ func TestSuspendedLimits(t *testing.T) { // §19: output and snapshot limits app
 		t.Fatalf("%+v", r)
 	}
 	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
-	w := s.Wait(context.Background(), "w", in)
+	w := waitRaw(s, "w", in)
 	if w.Status != api.StatusFailed || w.Code != api.CodeOutputLimit {
 		t.Fatalf("%+v", w)
 	}
@@ -801,11 +821,11 @@ func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing lef
 	for {
 		runtimeGC()
 		after.read()
-		if rt.SuspendedRuns() == 0 && after.goroutines <= before.goroutines+2 {
+		if rt.Stats().SuspendedRuns == 0 && after.goroutines <= before.goroutines+2 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %d suspended runs, goroutines %d → %d", rt.SuspendedRuns(), before.goroutines, after.goroutines)
+			t.Fatalf("left behind: %d suspended runs, goroutines %d → %d", rt.Stats().SuspendedRuns, before.goroutines, after.goroutines)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -817,7 +837,7 @@ func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing lef
 func TestCheckPayload(t *testing.T) { // A10: fail closed at the payload
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{}, fixtureTools())
-	if err := s.CheckPayload(s.VisibleToolNames()); err != nil {
+	if err := s.CheckPayload(s.ToolNames()); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range [][]string{

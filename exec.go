@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,24 +16,114 @@ import (
 	"github.com/codemode-go/codemode/internal/source"
 )
 
-// ExecInput is exec's input (X1–X2, W6).
+// ExecInput is the input of the exec tool (X1–X2, W6).
 type ExecInput struct {
-	Code        *string `json:"code,omitempty"`
-	Command     *string `json:"command,omitempty"`
-	Language    *string `json:"language,omitempty"`
-	RestartSafe bool    `json:"restartSafe,omitempty"`
+	// Code is the cell: the body of an async function (X6).
+	Code *string `json:"code,omitempty"`
+	// Command is an alias of Code for hook policies and trusted rewrites; when both are present
+	// they must be equal (X1).
+	Command *string `json:"command,omitempty"`
+	// Language is "javascript" (the default) or "typescript" (X2).
+	Language *string `json:"language,omitempty"`
+	// RestartSafe declares read-only work: tools not declared read-only are refused before they
+	// run, pending work is never drained automatically, and waiting results say restartSafe (W6).
+	RestartSafe bool `json:"restartSafe,omitempty"`
 }
 
-// WaitInput is wait's input.
+// WaitInput is the input of the wait tool.
 type WaitInput struct {
 	RunID string `json:"runId"`
 }
 
+// CallResult is the outcome of one model tool call handled by Surface.Handle. Exactly one field
+// is set.
+type CallResult struct {
+	// Exec is the CodeModeResult of an exec or wait call.
+	Exec *api.ExecResult
+	// Tool is the result of a direct tool (a direct-only tool, or any tool when code mode is not
+	// active). Tool.IsError is the tool's own verdict.
+	Tool *api.Result
+	// Err says why a direct tool did not run or failed: unknown tool, invalid input, blocked by a
+	// hook, not approved, or the tool's error.
+	Err error
+}
+
+// IsError reports whether the call failed: a failed exec/wait, an error result, or Err.
+func (r CallResult) IsError() bool {
+	switch {
+	case r.Exec != nil:
+		return r.Exec.Status == api.StatusFailed
+	case r.Tool != nil:
+		return r.Tool.IsError
+	}
+	return true
+}
+
+// Text is the result as a model reads it: the CodeModeResult as JSON for exec and wait, the
+// text content of a direct tool (its details as JSON when it has no text), or the error.
+func (r CallResult) Text() string {
+	switch {
+	case r.Exec != nil:
+		b, err := json.Marshal(r.Exec)
+		if err != nil {
+			return `{"status":"failed","error":"cannot encode the result","code":"internal_error"}`
+		}
+		return string(b)
+	case r.Tool != nil:
+		var parts []string
+		for _, c := range r.Tool.Content {
+			if c.Type == "text" {
+				parts = append(parts, c.Text)
+			} else {
+				parts = append(parts, "["+c.Type+" content]")
+			}
+		}
+		if len(parts) == 0 && len(r.Tool.Details) > 0 {
+			return string(r.Tool.Details)
+		}
+		return strings.Join(parts, "\n")
+	case r.Err != nil:
+		return r.Err.Error()
+	}
+	return ""
+}
+
+// Handle runs one model tool call by name: exec and wait when code mode is active, otherwise a
+// direct tool of the run. It is the one entry point for embedders (the MCP gateway, the agent
+// loop, the CLI): they need not route by tool name. args is the call's JSON arguments.
+func (s *Surface) Handle(ctx context.Context, callID, name string, args json.RawMessage) CallResult {
+	if s.active {
+		switch name {
+		case "exec":
+			var in ExecInput
+			if err := decodeStrict(args, &in, "exec"); err != nil {
+				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
+				return CallResult{Exec: &res}
+			}
+			res := s.exec(ctx, callID, in, args)
+			return CallResult{Exec: &res}
+		case "wait":
+			var in WaitInput
+			if err := decodeStrict(args, &in, "wait"); err != nil {
+				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
+				return CallResult{Exec: &res}
+			}
+			res := s.Wait(ctx, callID, in)
+			return CallResult{Exec: &res}
+		}
+	}
+	res, err := s.callDirect(ctx, callID, name, args)
+	if err != nil {
+		return CallResult{Err: err}
+	}
+	return CallResult{Tool: res}
+}
+
 // suspendedRun is what the run store keeps between exec and wait.
 type suspendedRun struct {
-	run        *sandbox.Run
-	disp       *dispatch.Dispatcher
-	replaySafe bool
+	run         *sandbox.Run
+	disp        *dispatch.Dispatcher
+	restartSafe bool
 }
 
 func (s *suspendedRun) Close() { s.run.Close() }
@@ -54,106 +145,116 @@ func decodeStrict(raw json.RawMessage, v any, what string) error {
 	return nil
 }
 
-// Exec runs a cell (SPEC §3). callID identifies the exec tool call (the parent of nested calls).
-func (s *Surface) Exec(ctx context.Context, callID string, raw json.RawMessage) api.ExecResult {
-	start := time.Now()
-	if !s.Active {
-		return s.failed(start, nil, api.CodeInvalidInput, "code mode is not active in this run")
-	}
-	var in ExecInput
-	if err := decodeStrict(raw, &in, "exec"); err != nil {
-		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
-	}
-	return s.ExecInput(ctx, callID, in)
+// Exec runs a cell (exec, X1–X9). callID identifies the exec tool call: it is the parent of the
+// cell's nested calls in hooks and records.
+func (s *Surface) Exec(ctx context.Context, callID string, in ExecInput) api.ExecResult {
+	return s.exec(ctx, callID, in, nil)
 }
 
-// ExecInput runs a decoded exec input.
-func (s *Surface) ExecInput(ctx context.Context, callID string, in ExecInput) api.ExecResult {
+// exec runs a cell; raw is the input as the model sent it, when known (hooks see it unchanged).
+func (s *Surface) exec(ctx context.Context, callID string, in ExecInput, raw json.RawMessage) api.ExecResult {
 	start := time.Now()
 	rt := s.rt
-	if !s.Active {
-		return s.failed(start, nil, api.CodeInvalidInput, "code mode is not active in this run")
+	if !s.active {
+		return s.failed(start, api.CodeInvalidInput, "code mode is not active in this run")
 	}
-	src := source.Input{Code: in.Code, Command: in.Command, Language: in.Language}
-	code, err := source.ResolveCode(src)
+	code, lang, err := s.resolveExec(in)
 	if err != nil {
-		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
+		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
-	lang, err := source.ResolveLanguage(src, rt.cm.Languages)
-	if err != nil {
-		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
+	// X5: hooks see the exec itself — with code and command as the model sent them — marked so a
+	// policy can tell it from a shell command. A hook may rewrite the input: what it returns is
+	// what runs.
+	if raw == nil {
+		raw, _ = json.Marshal(in)
 	}
-	counters := &dispatch.Counters{}
-	// X5: hooks see the exec itself, marked so a policy can tell it from a shell command.
-	input, _ := json.Marshal(map[string]any{"code": code, "language": lang})
-	if msg, blocked := s.runHooks(ctx, &api.ToolCallEvent{ToolID: "exec", ToolName: "exec",
-		ToolKind: api.ToolKindCodeModeExec, ToolInputKind: lang, Input: input, Run: s.run}); blocked {
-		return s.failed(start, counters, "", msg)
+	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
+		ToolInputKind: lang, Input: raw, Run: s.run}
+	if err := dispatch.Gate(ctx, rt.opts.Hooks, nil, ev, "exec"); err != nil {
+		return s.failed(start, gateCode(err), err.Error())
+	}
+	if !bytes.Equal(ev.Input, raw) {
+		var rewritten ExecInput
+		if err := decodeStrict(ev.Input, &rewritten, "exec (as rewritten by a before_tool_call hook)"); err != nil {
+			return s.failed(start, api.CodeInvalidInput, err.Error())
+		}
+		in = rewritten
+		if code, lang, err = s.resolveExec(in); err != nil {
+			return s.failed(start, api.CodeInvalidInput, "exec (as rewritten by a before_tool_call hook): "+err.Error())
+		}
 	}
 	if rt.engine == nil {
-		return s.failed(start, counters, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(rt.engineErr))
+		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(rt.Err()))
 	}
 	prog, err := source.Prepare(code, lang)
 	if err != nil {
-		return s.failed(start, counters, api.CodeInvalidInput, err.Error())
+		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
 	tmpl, err := s.template(ctx)
 	if err != nil {
-		return s.failed(start, counters, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
+		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
-	disp := s.dispatcher(callID, counters, in.RestartSafe)
+	disp := s.dispatcher(callID, in.RestartSafe)
 	lim := rt.limits()
 	lim.NoDrain = in.RestartSafe
 	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim)
 	return s.finish(start, run, disp, out, in.RestartSafe, nil)
 }
 
-// Wait continues a suspended run (SPEC §4).
-func (s *Surface) Wait(ctx context.Context, callID string, raw json.RawMessage) api.ExecResult {
-	start := time.Now()
-	var in WaitInput
-	if err := decodeStrict(raw, &in, "wait"); err != nil {
-		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
+func (s *Surface) resolveExec(in ExecInput) (code, lang string, err error) {
+	src := source.Input{Code: in.Code, Command: in.Command, Language: in.Language}
+	if code, err = source.ResolveCode(src); err != nil {
+		return "", "", err
 	}
-	return s.WaitInput(ctx, callID, in)
+	lang, err = source.ResolveLanguage(src, s.rt.cm.Languages)
+	return code, lang, err
 }
 
-// WaitInput continues a suspended run from a decoded input.
-func (s *Surface) WaitInput(ctx context.Context, callID string, in WaitInput) api.ExecResult {
+// gateCode is the error code of a refused exec or wait: the hook's own (blocked, hook_failed).
+func gateCode(err error) string {
+	var ce *sandbox.CallError
+	if errors.As(err, &ce) && ce.Code != "" {
+		return ce.Code
+	}
+	return api.CodeInvalidInput
+}
+
+// Wait continues a suspended run (wait, W1–W7).
+func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.ExecResult {
 	start := time.Now()
 	if strings.TrimSpace(in.RunID) == "" {
-		return s.failed(start, nil, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
+		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
 	input, _ := json.Marshal(in)
-	if msg, blocked := s.runHooks(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
-		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}); blocked {
-		return s.failed(start, nil, "", msg)
+	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, nil, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
+		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, "wait"); err != nil {
+		return s.failed(start, gateCode(err), err.Error())
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
 	if err != nil {
-		return s.failed(start, nil, api.CodeInvalidInput, err.Error())
+		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
 	sr := e.Value.(*suspendedRun)
 	lim := s.rt.limits()
-	lim.NoDrain = sr.replaySafe
+	lim.NoDrain = sr.restartSafe
 	out := sr.run.Resume(ctx, lim)
-	return s.finish(start, sr.run, sr.disp, out, sr.replaySafe, e)
+	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e)
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run.
-func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, replaySafe bool, stored *runstore.Entry) api.ExecResult {
+func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool, stored *runstore.Entry) api.ExecResult {
 	res := api.ExecResult{Status: out.Status, Output: out.Output}
 	switch out.Status {
 	case api.StatusCompleted:
 		res.Value = out.Value
 	case api.StatusWaiting:
-		res.Reason, res.PendingToolCalls, res.ReplaySafe = out.Reason, out.Pending, replaySafe
+		res.Reason, res.PendingToolCalls, res.RestartSafe = out.Reason, out.Pending, restartSafe
 		if stored != nil {
 			res.RunID = stored.ID
 			s.rt.store.Release(stored, run.SnapshotBytes())
 		} else {
 			id := runstore.NewID()
-			if err := s.rt.store.Put(id, s.run, &suspendedRun{run: run, disp: disp, replaySafe: replaySafe}, run.SnapshotBytes()); err != nil {
+			if err := s.rt.store.Put(id, s.run, &suspendedRun{run: run, disp: disp, restartSafe: restartSafe}, run.SnapshotBytes()); err != nil {
 				run.Close()
 				res = api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: err.Error(), Output: out.Output}
 				break
@@ -170,46 +271,34 @@ func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispa
 			run.Close()
 		}
 	}
-	res.Telemetry = s.telemetry(start, disp.Counters)
+	res.Telemetry = s.telemetry(start)
 	return res
 }
 
-func (s *Surface) failed(start time.Time, c *dispatch.Counters, code, msg string) api.ExecResult {
-	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start, c)}
+func (s *Surface) failed(start time.Time, code, msg string) api.ExecResult {
+	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start)}
 }
 
-func (s *Surface) telemetry(start time.Time, c *dispatch.Counters) api.Telemetry {
-	t := api.Telemetry{VisibleTools: s.VisibleToolNames(), DurationMs: time.Since(start).Milliseconds()}
-	if cat := s.Catalog(); cat != nil {
-		t.CatalogSize = len(cat.Entries)
-		t.Sources = cat.Counts()
+// telemetry reports the run's cumulative counters (Y1): see runCounters.
+func (s *Surface) telemetry(start time.Time) api.Telemetry {
+	t := api.Telemetry{VisibleTools: s.ToolNames(), DurationMs: time.Since(start).Milliseconds()}
+	if s.cached != nil {
+		t.CatalogSize = len(s.cached.cat.Entries)
+		t.Sources = s.cached.cat.Counts()
 	}
-	if c != nil {
-		t.SearchCount, t.DescribeCount, t.CallCount = int(c.Search.Load()), int(c.Describe.Load()), int(c.Call.Load())
-	}
+	c := s.rt.counters.get(s.run)
+	t.SearchCount, t.DescribeCount, t.CallCount = int(c.Search.Load()), int(c.Describe.Load()), int(c.Call.Load())
 	return t
 }
 
-// runHooks runs the before_tool_call hooks on the exec or wait call itself (X5). Approval is
-// for the tools a cell calls, not for the cell.
-func (s *Surface) runHooks(ctx context.Context, ev *api.ToolCallEvent) (string, bool) {
-	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, nil, ev, ev.ToolName); err != nil {
-		return err.Error(), true
-	}
-	return "", false
-}
-
-func (s *Surface) dispatcher(callID string, c *dispatch.Counters, restartSafe bool) *dispatch.Dispatcher {
+func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatcher {
 	rt := s.rt
-	d := &dispatch.Dispatcher{
+	return &dispatch.Dispatcher{
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID,
 		Hooks: rt.opts.Hooks, Approvals: rt.opts.Approvals, Observer: rt.opts.Observer,
-		RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit, Counters: c,
+		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
+		Counters: s.rt.counters.get(s.run),
 	}
-	if rt.opts.Resources != nil {
-		d.Resources = rt.opts.Resources
-	}
-	return d
 }
 
 func (rt *Runtime) limits() sandbox.Limits {

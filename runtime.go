@@ -3,21 +3,18 @@
 // searches, describes and calls a hidden per-run catalog from a QuickJS sandbox compiled to
 // WebAssembly.
 //
-// A Runtime is created once per process. For each model request, Activate turns the run's
-// effective tools into a Surface: the tools the model sees and the catalog behind exec. Exec and
-// Wait run cells and return the CodeModeResult union.
-//
-//	rt, _ := codemode.New(ctx, codemode.Options{Config: cfg})
-//	defer rt.Close()
-//	s := rt.Activate(api.RunContext{SessionKey: "s1"}, tools)
-//	res := s.Exec(ctx, "call_1", json.RawMessage(`{"code":"return ALL_TOOLS.length"}`))
+// A Runtime is created once per process. For each agent run, Activate turns the run's effective
+// tools into a Surface: the tools the model sees, and a handle that executes the model's exec,
+// wait and direct tool calls for that run (Handle, or Exec and Wait). See the package examples
+// and docs/semantics.md for the contract.
 package codemode
 
 import (
 	"container/list"
 	"context"
-	"encoding/json"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
@@ -28,37 +25,86 @@ import (
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
-// Options configure a Runtime. Nil fields take defaults.
+// Options configure a Runtime. The zero value is ready to use: code mode on with the default
+// limits, every tool allowed, the engine found or fetched as Engine describes.
 type Options struct {
-	// Config is the parsed configuration; nil means config.Default() (code mode on).
-	Config *config.Config
-	// Hooks run before every nested tool call and before exec/wait themselves (E1, X5).
+	// CodeMode is the code-mode switch and its limits (timeouts, memory, output, snapshots,
+	// search). nil means config.DefaultCodeMode() with code mode enabled. A non-nil value is used
+	// as given: Enabled false leaves every tool exposed directly (A4), and out-of-range limits make
+	// New fail.
+	CodeMode *config.CodeMode
+	// Policy filters the tools of every run and names the direct-only tools.
+	Policy Policy
+	// Hooks run before every nested tool call, every direct tool call and every exec/wait
+	// (the exec's event carries toolKind "code_mode_exec"). They may block a call or rewrite its
+	// input.
 	Hooks []api.BeforeToolCallHook
-	// Approvals decides approval-gated calls (after hooks).
+	// Approvals decides approval-gated calls, after the hooks.
 	Approvals api.ApprovalPolicy
-	// Observer receives a record of every nested call (E2).
+	// Observer receives a record of every nested call.
 	Observer api.Observer
-	// Resources reaches MCP resources and prompts (set by the MCP layer).
-	Resources Resources
-	// Logger receives operational logs; nil discards them.
+	// Resources reaches MCP resources and prompts for MCP.<server>.resources and .prompts.
+	Resources api.Resources
+	// Logger receives operational logs (warnings about the tool set, an unavailable engine).
+	// nil discards them.
 	Logger *slog.Logger
-	// Wasm overrides the QuickJS module bytes (tests).
-	Wasm []byte
+	// Engine says where the QuickJS WebAssembly module comes from.
+	Engine Engine
 }
 
-// Resources reaches MCP resources and prompts for MCP.<server>.resources/prompts.
-type Resources interface {
-	ListResources(ctx context.Context, server string) (json.RawMessage, error)
-	ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error)
-	ListPrompts(ctx context.Context, server string) (json.RawMessage, error)
-	GetPrompt(ctx context.Context, server, name string, args json.RawMessage) (json.RawMessage, error)
+// ConfigOptions maps a configuration file (the `codemode` command's JSON5 file) onto Options:
+// code mode and its limits, the tool policy, the engine's compilation cache. The caller adds
+// what a file cannot hold (hooks, a logger, tools' resources).
+func ConfigOptions(cfg *config.Config) Options {
+	cm := cfg.Tools.CodeMode
+	cm.Languages = append([]string(nil), cm.Languages...)
+	t := cfg.Tools
+	return Options{
+		CodeMode: &cm,
+		Policy: Policy{
+			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
+			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
+		},
+		Engine: Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+	}
+}
+
+// Policy is the tool policy applied to every run before code mode sees the tools (A3).
+type Policy struct {
+	// Allow, when non-nil, is the only set of tools a run may use: tool names or catalog ids
+	// ("read", "native:core:*", "mcp:github:*") with '*' and '?' globs. An empty, non-nil slice
+	// gives runs no tools (and code mode then stays inactive, A7).
+	Allow []string
+	// Deny removes matching tools; it wins over Allow.
+	Deny []string
+	// DisableTools gives runs no tools at all (A7).
+	DisableTools bool
+	// DirectOnly names tools (by name or catalog id) that stay visible to the model under code
+	// mode because their results cannot cross the JSON bridge (images, screens). A tool can also
+	// declare itself direct-only (api.Tool.DirectOnly). Entries that match no tool of a run are
+	// reported by Surface.Warnings.
+	DirectOnly []string
+	// SandboxAllowsMCP lets runs marked Sandboxed reach MCP tools (the seed's
+	// tools.sandbox.tools.alsoAllow: ["bundle-mcp"], C4).
+	SandboxAllowsMCP bool
+}
+
+// Engine locates the QuickJS WebAssembly module (the npm package quickjs-wasi at the pinned
+// version). The first that applies wins: Wasm, WasmFile, $CODEMODE_QUICKJS_WASM, the module
+// embedded by `make`, the verified download cache.
+type Engine struct {
+	// Wasm is the module's bytes (offline use, tests).
+	Wasm []byte
+	// CompileCacheDir is wazero's compilation cache ("" means <user cache dir>/codemode/wazero).
+	CompileCacheDir string
+	// NoCompileCache compiles the module in memory on every start (≈600 ms instead of ≈18 ms).
+	NoCompileCache bool
 }
 
 // Runtime is the process-wide code-mode runtime: the compiled QuickJS module, the template VM,
 // the catalog cache and the store of suspended runs. It is safe for concurrent use.
 type Runtime struct {
 	opts   Options
-	cfg    *config.Config
 	cm     config.CodeMode
 	log    *slog.Logger
 	engine *sandbox.Engine
@@ -68,34 +114,40 @@ type Runtime struct {
 	mod       *quickjs.Module
 	store     runstore.Backend
 	catalogs  *catalogCache
+	counters  *runCounters
+	warned    sync.Map // warnings already logged (string → struct{})
 }
 
 // New creates a Runtime. It loads and compiles the QuickJS module when code mode is enabled; if
-// that fails, New still succeeds and every exec fails with runtime_unavailable (fail closed).
+// that fails, New still succeeds and every exec fails with runtime_unavailable (fail closed): Err
+// says why. New fails only for invalid options.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = config.Default()
+	var cm config.CodeMode
+	if opts.CodeMode == nil {
+		cm = config.DefaultCodeMode()
+		cm.Enabled = true
+	} else {
+		cm = *opts.CodeMode
+		if err := cm.Validate(); err != nil {
+			return nil, err
+		}
 	}
+	opts.CodeMode = &cm
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	rt := &Runtime{opts: opts, cfg: cfg, cm: cfg.Tools.CodeMode, log: log,
-		store: runstore.New(cfg.Tools.CodeMode.SnapshotTTL()), catalogs: newCatalogCache(16)}
-	if rt.cm.Enabled {
+	rt := &Runtime{opts: opts, cm: cm, log: log,
+		store: runstore.New(cm.SnapshotTTL()), catalogs: newCatalogCache(16), counters: newRunCounters(4096)}
+	if cm.Enabled {
 		rt.loadEngine(ctx)
 	}
 	return rt, nil
 }
 
 func (rt *Runtime) loadEngine(ctx context.Context) {
-	mo := quickjs.ModuleOptions{Wasm: rt.opts.Wasm}
-	if !rt.cfg.Runtime.CompileCache {
-		mo.DisableCache = true
-	} else if dir, err := rt.cfg.Runtime.CompileCachePath(); err == nil {
-		mo.CacheDir = dir
-	}
+	e := rt.opts.Engine
+	mo := quickjs.ModuleOptions{Wasm: e.Wasm, CacheDir: e.CompileCacheDir, DisableCache: e.NoCompileCache}
 	mod, err := quickjs.Load(ctx, mo)
 	if err != nil {
 		rt.engineErr = err
@@ -112,31 +164,66 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 	rt.mod, rt.engine = mod, eng
 }
 
-// Err reports why the sandbox is unavailable, or nil.
-func (rt *Runtime) Err() error { return rt.engineErr }
+// Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.
+func (rt *Runtime) Err() error {
+	if !rt.cm.Enabled {
+		return nil
+	}
+	if rt.engineErr == nil && rt.engine == nil {
+		return errors.New("code mode runtime is closed")
+	}
+	return rt.engineErr
+}
 
-// Config returns the configuration in use.
-func (rt *Runtime) Config() *config.Config { return rt.cfg }
+// CodeMode returns a copy of the code-mode settings in use.
+func (rt *Runtime) CodeMode() config.CodeMode {
+	c := rt.cm
+	c.Languages = append([]string(nil), c.Languages...)
+	return c
+}
 
-// CancelRun drops a suspended run and its pending calls (W7).
+// CancelRun drops a suspended run and cancels its pending calls (W7). It reports whether the run
+// existed.
 func (rt *Runtime) CancelRun(runID string) bool { return rt.store.Cancel(runID) }
 
-// EndSession drops every suspended run of a session (W7).
-func (rt *Runtime) EndSession(sessionKey string) int { return rt.store.CancelSession(sessionKey) }
+// EndSession drops every suspended run of a session and forgets its telemetry counters (W7). It
+// returns the number of runs dropped.
+func (rt *Runtime) EndSession(sessionKey string) int {
+	rt.counters.forgetSession(sessionKey)
+	return rt.store.CancelSession(sessionKey)
+}
 
-// SuspendedRuns is the number of runs waiting for `wait`.
-func (rt *Runtime) SuspendedRuns() int { return rt.store.Len() }
+// Stats is a point-in-time view of the runtime's resources.
+type Stats struct {
+	// SuspendedRuns is the number of runs waiting for `wait`.
+	SuspendedRuns int
+	// SuspendedBytes is the total size of their stored snapshots.
+	SuspendedBytes int
+}
 
-// SuspendedBytes is the total size of stored snapshots.
-func (rt *Runtime) SuspendedBytes() int { return rt.store.Bytes() }
+// Stats reports the runtime's resources.
+func (rt *Runtime) Stats() Stats {
+	return Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
+}
 
-// Close drops suspended runs and releases the module.
+// Close drops suspended runs and releases the module. Execs after Close fail with
+// runtime_unavailable.
 func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.mod != nil {
-		return rt.mod.Close(context.Background())
+		err := rt.mod.Close(context.Background())
+		rt.mod, rt.engine = nil, nil
+		return err
 	}
 	return nil
+}
+
+// warnOnce logs a warning about the tool set the first time it is seen: a gateway activates the
+// same tool set for every request and must not repeat itself.
+func (rt *Runtime) warnOnce(msg string) {
+	if _, dup := rt.warned.LoadOrStore(msg, struct{}{}); !dup {
+		rt.log.Warn(msg)
+	}
 }
 
 // catalogCache keeps built catalogs and their VM templates for tool sets seen recently: building

@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
@@ -18,14 +20,17 @@ type ModelTool struct {
 	InputSchema json.RawMessage `json:"inputSchema"`
 }
 
-// Surface is one run's model-facing tool surface and, when code mode is active, its catalog.
+// Surface is one run's model-facing tool surface and the handle that executes the model's calls
+// for that run: exec and wait when code mode is active, the direct tools otherwise. It is
+// immutable and safe for concurrent use; ForRun derives the same surface for another run.
 type Surface struct {
-	rt *Runtime
-	// Active is true when code mode replaced the tool list (A5–A6).
-	Active bool
-	// Tools is what the model sees: exec, wait and the direct-only tools when Active; otherwise
-	// the policy-filtered tools unchanged (A4).
-	Tools []ModelTool
+	rt     *Runtime
+	active bool
+	tools  []ModelTool
+	// direct is the set of model-visible tools other than exec and wait: what the fail-closed
+	// payload check accepts beside them (A10).
+	direct   map[string]bool
+	warnings []string
 
 	run    api.RunContext
 	cached *cachedCatalog
@@ -35,82 +40,199 @@ type Surface struct {
 	byName map[string]*api.Tool
 }
 
-// Catalog returns the run catalog (nil when code mode is not active).
-func (s *Surface) Catalog() *catalog.Catalog {
-	if s.cached == nil {
-		return nil
+// Active reports whether code mode replaced the run's tool list with exec, wait and the
+// direct-only tools (A5–A6). It is false when code mode is disabled (A4) and for runs that
+// intentionally have no tools (A7).
+func (s *Surface) Active() bool { return s.active }
+
+// Tools returns what the model sees, in order: exec, wait and the direct-only tools when Active;
+// otherwise the policy-filtered tools unchanged. The slice and its schemas are copies.
+func (s *Surface) Tools() []ModelTool {
+	out := make([]ModelTool, len(s.tools))
+	for i, t := range s.tools {
+		t.InputSchema = slices.Clone(t.InputSchema)
+		out[i] = t
 	}
-	return s.cached.cat
+	return out
+}
+
+// ToolNames lists the model-visible tool names, in the order of Tools (Y1).
+func (s *Surface) ToolNames() []string {
+	out := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.Name
+	}
+	return out
 }
 
 // RunContext returns the run the surface belongs to.
 func (s *Surface) RunContext() api.RunContext { return s.run }
 
-func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
-	t := rt.cfg.Tools
-	return catalog.Policy{Allow: t.Allow, Deny: t.Deny, DisableTools: t.DisableTools || rc.DisableTools || rc.Raw}
+// Warnings lists problems with the run's tool set that did not stop activation: duplicate tool
+// ids (the later definition is ignored) and direct-only entries that match no tool.
+func (s *Surface) Warnings() []string { return slices.Clone(s.warnings) }
+
+// CatalogInfo summarises a run catalog.
+type CatalogInfo struct {
+	// Size is the number of catalogued tools, MCP tools included (telemetry's catalogSize).
+	Size int
+	// Sources splits Size by source.
+	Sources api.SourceCounts
+	// IDs are the catalog ids in catalog order (K1).
+	IDs []string
 }
 
-// Activate builds the model surface for one run (A1–A8). tools are the run's effective tools in
-// source order: core, bundled plugins, external plugins, MCP, client. Tools whose names are in
-// tools.directOnly are treated as direct-only.
+// Catalog describes the run's hidden catalog; the zero value when code mode is not active.
+func (s *Surface) Catalog() CatalogInfo {
+	if s.cached == nil {
+		return CatalogInfo{}
+	}
+	cat := s.cached.cat
+	info := CatalogInfo{Size: len(cat.Entries), Sources: cat.Counts(), IDs: make([]string, len(cat.Entries))}
+	for i, e := range cat.Entries {
+		info.IDs[i] = e.ID
+	}
+	return info
+}
+
+// APIFile returns a virtual declaration file exactly as a cell reads it with API.read (M3), e.g.
+// "mcp/index.d.ts" or "mcp/<server>.d.ts": the MCP tools of the run as TypeScript declarations.
+func (s *Surface) APIFile(path string) (string, error) {
+	if s.cached == nil {
+		return "", fmt.Errorf("code mode is not active in this run")
+	}
+	return s.cached.cat.APIRead(path)
+}
+
+// ForRun returns the same surface (tools, catalog) for another run: activation depends on the
+// tool set, the run context only scopes calls, waits, hooks and telemetry. Gateways that serve
+// many sessions with one tool set activate once and call ForRun per request.
+func (s *Surface) ForRun(rc api.RunContext) *Surface {
+	c := *s
+	c.run = rc
+	return &c
+}
+
+func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
+	p := rt.opts.Policy
+	return catalog.Policy{Allow: p.Allow, Deny: p.Deny, DisableTools: p.DisableTools || rc.DisableTools || rc.Raw}
+}
+
+// Activate builds the model surface for one run (A1–A8). tools are the run's effective tools:
+// core, plugin, MCP and client tools (the catalog orders them by source, K1). The policy of
+// Options.Policy applies first (A3); tools named in Policy.DirectOnly, or declaring DirectOnly,
+// stay model-visible; every other tool is catalogued behind exec (A5–A6).
 func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 	pol := rt.policy(rc)
-	s := &Surface{rt: rt, run: rc, byID: map[string]*api.Tool{}, byName: map[string]*api.Tool{}}
-	direct := map[string]bool{}
-	for _, n := range rt.cfg.Tools.DirectOnly {
-		direct[n] = true
+	s := &Surface{rt: rt, run: rc, byID: map[string]*api.Tool{}, byName: map[string]*api.Tool{},
+		direct: map[string]bool{}}
+	directOnly := map[string]bool{}
+	for _, n := range rt.opts.Policy.DirectOnly {
+		directOnly[n] = false // true once it matched a tool
 	}
 	// C4: a sandboxed agent reaches MCP servers only with the bundled MCP plugin allowed.
-	dropMCP := rc.Sandboxed && !rt.cfg.Tools.Sandbox.AllowsBundleMCP()
+	dropMCP := rc.Sandboxed && !rt.opts.Policy.SandboxAllowsMCP
 	eff := make([]*api.Tool, 0, len(tools))
 	for _, t := range tools {
 		if t == nil || !pol.Permits(t) || (dropMCP && t.Source == api.SourceMCP) {
 			continue
 		}
-		if direct[t.Name] && !t.DirectOnly {
+		id := t.ID()
+		_, byName := directOnly[t.Name]
+		_, byID := directOnly[id]
+		if byName {
+			directOnly[t.Name] = true
+		}
+		if byID {
+			directOnly[id] = true
+		}
+		if (byName || byID) && !t.DirectOnly {
 			c := *t
 			c.DirectOnly = true
 			t = &c
 		}
+		if _, dup := s.byID[id]; dup {
+			s.warn(fmt.Sprintf("duplicate tool id %s: the later definition is ignored", id))
+			continue
+		}
 		eff = append(eff, t)
-		if _, dup := s.byID[t.ID()]; !dup {
-			s.byID[t.ID()] = t
+		s.byID[id] = t
+	}
+	for _, n := range rt.opts.Policy.DirectOnly {
+		if !directOnly[n] {
+			s.warn(fmt.Sprintf("directOnly entry %q matches no tool of this run (give a tool name or a catalog id such as native:core:read or mcp:server:tool)", n))
 		}
 	}
 	if !rt.cm.Enabled || pol.NoTools() {
 		// A4, A7: exposure unchanged (and no tools at all for a no-tool run).
 		for _, t := range eff {
 			if _, dup := s.byName[t.Name]; dup {
+				s.warn(fmt.Sprintf("two tools are named %q; the model sees only %s", t.Name, s.byName[t.Name].ID()))
 				continue
 			}
 			s.byName[t.Name] = t
-			s.Tools = append(s.Tools, modelTool(t))
+			s.direct[t.Name] = true
+			s.tools = append(s.tools, modelTool(t))
 		}
 		return s
 	}
-	key := fingerprint(eff)
-	s.cached = rt.catalogs.get(key, func() *catalog.Catalog { return catalog.Build(eff, catalog.Policy{}) })
-	s.Active = true
-	s.Tools = []ModelTool{rt.execTool(s.cached.cat), waitTool()}
+	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog { return catalog.Build(eff) })
+	s.active = true
+	s.tools = []ModelTool{rt.execTool(s.cached.cat), waitTool()}
 	for _, t := range s.cached.cat.DirectOnly {
 		if _, dup := s.byName[t.Name]; dup || t.Name == "exec" || t.Name == "wait" {
+			s.warn(fmt.Sprintf("direct-only tool %s is not shown: its name %q is taken", t.ID(), t.Name))
 			continue
 		}
-		own := s.byID[t.ID()]
-		s.byName[t.Name] = own
-		s.Tools = append(s.Tools, modelTool(own))
+		s.byName[t.Name] = t
+		s.direct[t.Name] = true
+		s.tools = append(s.tools, modelTool(t))
 	}
 	return s
 }
 
-// VisibleToolNames lists the model-visible tool names (Y1).
-func (s *Surface) VisibleToolNames() []string {
-	out := make([]string, len(s.Tools))
-	for i, t := range s.Tools {
-		out[i] = t.Name
+// warn records a tool-set warning on the surface and logs it once per process.
+func (s *Surface) warn(msg string) {
+	if slices.Contains(s.warnings, msg) {
+		return
 	}
-	return out
+	s.warnings = append(s.warnings, msg)
+	s.rt.warnOnce(msg)
+}
+
+// CheckPayload is the fail-closed check on the final tool list an embedder sends to a model
+// provider (A10): with code mode active it must hold exactly one exec, one wait, and otherwise
+// only this surface's direct-only tools. A runtime that assembles its payload from several
+// sources calls it last, on the names in the serialized request, and fails the run on error
+// rather than leak the catalog into the prompt. With code mode inactive every name must be one
+// of the run's tools.
+func (s *Surface) CheckPayload(names []string) error {
+	count := map[string]int{}
+	for _, n := range names {
+		count[n]++
+		if s.active && (n == "exec" || n == "wait") {
+			continue
+		}
+		if !s.direct[n] {
+			if s.active {
+				return fmt.Errorf("code mode payload check: tool %q is neither exec, wait nor an approved direct-only tool", n)
+			}
+			return fmt.Errorf("payload check: tool %q is not a tool of this run", n)
+		}
+	}
+	if s.active {
+		for _, n := range []string{"exec", "wait"} {
+			if count[n] != 1 {
+				return fmt.Errorf("code mode payload check: %d %q tools in the payload, want exactly one", count[n], n)
+			}
+		}
+	}
+	for n, c := range count {
+		if c > 1 {
+			return fmt.Errorf("payload check: tool %q appears %d times", n, c)
+		}
+	}
+	return nil
 }
 
 func modelTool(t *api.Tool) ModelTool {
@@ -122,7 +244,7 @@ func modelTool(t *api.Tool) ModelTool {
 	if desc == "" {
 		desc = t.Label
 	}
-	return ModelTool{Name: t.Name, Description: desc, InputSchema: schema}
+	return ModelTool{Name: t.Name, Description: desc, InputSchema: slices.Clone(schema)}
 }
 
 // fingerprint identifies a tool set by its definitions (not its implementations).
@@ -152,7 +274,7 @@ func fingerprint(tools []*api.Tool) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// execSchema is the exec tool's input schema: `language` is a flat string enum, never a
+// execSchemaTemplate is the exec tool's input schema: `language` is a flat string enum, never a
 // oneOf/anyOf (X2: some providers reject those).
 const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."}},"required":["code"],"additionalProperties":false}`
 

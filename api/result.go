@@ -35,7 +35,7 @@ type ExecResult struct {
 	RunID            string
 	Reason           string
 	PendingToolCalls []PendingToolCall
-	ReplaySafe       bool
+	RestartSafe      bool
 	// failed
 	Error string
 	Code  string
@@ -118,10 +118,10 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			RunID            string            `json:"runId"`
 			Reason           string            `json:"reason"`
 			PendingToolCalls []PendingToolCall `json:"pendingToolCalls,omitempty"`
-			ReplaySafe       bool              `json:"replaySafe,omitempty"`
+			RestartSafe      bool              `json:"restartSafe,omitempty"`
 			Output           []Output          `json:"output,omitempty"`
 			Telemetry        Telemetry         `json:"telemetry"`
-		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.ReplaySafe, r.Output, tel})
+		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.RestartSafe, r.Output, tel})
 	default:
 		return json.Marshal(struct {
 			Status    string    `json:"status"`
@@ -141,7 +141,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		RunID            string            `json:"runId"`
 		Reason           string            `json:"reason"`
 		PendingToolCalls []PendingToolCall `json:"pendingToolCalls"`
-		ReplaySafe       bool              `json:"replaySafe"`
+		RestartSafe      bool              `json:"restartSafe"`
 		Error            string            `json:"error"`
 		Code             string            `json:"code"`
 		Output           []Output          `json:"output"`
@@ -151,7 +151,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
-		PendingToolCalls: w.PendingToolCalls, ReplaySafe: w.ReplaySafe, Error: w.Error, Code: w.Code,
+		PendingToolCalls: w.PendingToolCalls, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code,
 		Output: w.Output, Telemetry: w.Telemetry}
 	return nil
 }

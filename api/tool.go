@@ -137,3 +137,13 @@ type Plugin struct {
 	// Stop runs at shutdown, or when the plugin is removed. Optional.
 	Stop func(ctx context.Context) error
 }
+
+// Resources reaches the resources and prompts of MCP servers for the guest's
+// MCP.<server>.resources and MCP.<server>.prompts. The MCP layer implements it; results are the
+// servers' JSON responses.
+type Resources interface {
+	ListResources(ctx context.Context, server string) (json.RawMessage, error)
+	ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error)
+	ListPrompts(ctx context.Context, server string) (json.RawMessage, error)
+	GetPrompt(ctx context.Context, server, name string, args json.RawMessage) (json.RawMessage, error)
+}

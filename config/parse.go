@@ -447,13 +447,13 @@ func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 			c.Languages = l
 		}
 	}
-	setInt(d, p, m, "timeoutMs", 100, 60000, &c.TimeoutMs)
-	setInt(d, p, m, "memoryLimitBytes", 1048576, 1073741824, &c.MemoryLimitBytes)
-	setInt(d, p, m, "maxOutputBytes", 1024, 10485760, &c.MaxOutputBytes)
-	setInt(d, p, m, "maxSnapshotBytes", 1024, 268435456, &c.MaxSnapshotBytes)
-	setInt(d, p, m, "maxPendingToolCalls", 1, 128, &c.MaxPendingToolCalls)
-	setInt(d, p, m, "snapshotTtlSeconds", 1, 86400, &c.SnapshotTTLSeconds)
-	setInt(d, p, m, "maxSearchLimit", 1, 50, &c.MaxSearchLimit)
+	setInt(d, p, m, "timeoutMs", rangeTimeoutMs.lo, rangeTimeoutMs.hi, &c.TimeoutMs)
+	setInt(d, p, m, "memoryLimitBytes", rangeMemoryLimitBytes.lo, rangeMemoryLimitBytes.hi, &c.MemoryLimitBytes)
+	setInt(d, p, m, "maxOutputBytes", rangeMaxOutputBytes.lo, rangeMaxOutputBytes.hi, &c.MaxOutputBytes)
+	setInt(d, p, m, "maxSnapshotBytes", rangeMaxSnapshotBytes.lo, rangeMaxSnapshotBytes.hi, &c.MaxSnapshotBytes)
+	setInt(d, p, m, "maxPendingToolCalls", rangeMaxPendingToolCalls.lo, rangeMaxPendingToolCalls.hi, &c.MaxPendingToolCalls)
+	setInt(d, p, m, "snapshotTtlSeconds", rangeSnapshotTTLSeconds.lo, rangeSnapshotTTLSeconds.hi, &c.SnapshotTTLSeconds)
+	setInt(d, p, m, "maxSearchLimit", rangeMaxSearchLimit.lo, rangeMaxSearchLimit.hi, &c.MaxSearchLimit)
 	if v, ok := m["searchDefaultLimit"]; ok {
 		// Any integer ≥ 1 is accepted and clamped (C2). Clamp before converting so that 1e300
 		// cannot overflow.

@@ -7,7 +7,6 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -90,10 +89,10 @@ type MCPServer struct {
 	Entries []*Entry
 }
 
-// Build creates a catalog from the run's effective tools after policy (A2–A6, K1–K3). tools must
-// already be in source order (core, bundled plugins, external plugins, MCP, client); Build keeps
-// that order stable within each source.
-func Build(tools []*api.Tool, p Policy) *Catalog {
+// Build creates a catalog from a run's effective tools, already filtered by the run's policy
+// (A2–A6, K1–K3). It orders them by source (core, plugins, MCP, client) and keeps the given order
+// within each source.
+func Build(tools []*api.Tool) *Catalog {
 	c := &Catalog{byID: map[string]*Entry{}}
 	rank := func(t *api.Tool) int {
 		switch {
@@ -115,7 +114,7 @@ func Build(tools []*api.Tool, p Policy) *Catalog {
 	}
 	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i]) < rank(ordered[j]) })
 	for _, t := range ordered {
-		if ControlTools[t.Name] || !p.Permits(t) {
+		if ControlTools[t.Name] {
 			continue
 		}
 		if t.DirectOnly {
@@ -313,6 +312,3 @@ func (c *Catalog) SearchMCP(query string, limit int, server string) []*Entry {
 	}
 	return out
 }
-
-// ErrUnknownTool is returned for ids not in the catalog.
-var ErrUnknownTool = errors.New("unknown tool")

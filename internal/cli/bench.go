@@ -63,9 +63,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return configError(stderr, err)
 	}
 	cfg.Tools.CodeMode.Enabled = true
-	rt, err := codemode.New(ctx, codemode.Options{Config: cfg})
-	if err != nil || rt.Err() != nil {
-		fmt.Fprintln(stderr, "codemode bench: runtime unavailable:", err, rt.Err())
+	rt, err := codemode.New(ctx, codemode.ConfigOptions(cfg))
+	if err == nil {
+		err = rt.Err()
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode bench: runtime unavailable:", err)
 		return exitFailed
 	}
 	defer rt.Close()
@@ -142,7 +145,7 @@ func benchSuspended(ctx context.Context, rt *codemode.Runtime, n int, only strin
 await yield_control("bench"); return state.items.length`
 	var runID string
 	suspend := func() error {
-		res := s.ExecInput(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
 		if res.Status != api.StatusWaiting {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}
@@ -167,7 +170,7 @@ await yield_control("bench"); return state.items.length`
 			return err
 		}
 		t0 := time.Now()
-		res := s.WaitInput(ctx, "bench", codemode.WaitInput{RunID: runID})
+		res := s.Wait(ctx, "bench", codemode.WaitInput{RunID: runID})
 		samples = append(samples, time.Since(t0))
 		if res.Status != api.StatusCompleted {
 			return fmt.Errorf("wait: %s: %s", res.Status, res.Error)
@@ -187,7 +190,7 @@ await yield_control("bench"); return state.items.length`
 	}
 	goruntime.GC()
 	goruntime.ReadMemStats(&after)
-	stored := float64(rt.SuspendedBytes())
+	stored := float64(rt.Stats().SuspendedBytes)
 	*results = append(*results,
 		benchResult{Name: "stored bytes per suspended run", Unit: "KB", N: 64, Min: stored / 64 / 1024, Median: stored / 64 / 1024, Max: stored / 64 / 1024},
 		benchResult{Name: "64 suspended runs: Go heap held", Unit: "MB", N: 1, Min: mb(after.HeapInuse, before.HeapInuse), Median: mb(after.HeapInuse, before.HeapInuse), Max: mb(after.HeapInuse, before.HeapInuse)})
@@ -213,7 +216,7 @@ type sandboxBench struct {
 // cellBench measures one exec end to end through a Surface.
 func cellBench(s *codemode.Surface, code, want string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		res := s.ExecInput(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
 		if res.Status != api.StatusCompleted {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}

@@ -83,7 +83,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	s := g.Surface(api.RunContext{AgentID: "cli", SessionKey: "cli", RunID: "cli"}, nil)
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	res := s.ExecInput(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
+	res := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
 	for i := 2; ; i++ {
 		if err := enc.Encode(res); err != nil {
 			fmt.Fprintln(stderr, "codemode exec:", err)
@@ -92,7 +92,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		if res.Status != api.StatusWaiting || *noWait {
 			break
 		}
-		res = s.WaitInput(ctx, fmt.Sprintf("wait_%d", i), codemode.WaitInput{RunID: res.RunID})
+		res = s.Wait(ctx, fmt.Sprintf("wait_%d", i), codemode.WaitInput{RunID: res.RunID})
 	}
 	switch res.Status {
 	case api.StatusCompleted:

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/gateway"
 )
@@ -35,9 +34,9 @@ func runTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer g.Close()
 	s := g.Surface(api.RunContext{AgentID: "cli", SessionKey: "cli"}, nil)
-	tools := s.Tools
-	if tools == nil {
-		tools = []codemode.ModelTool{}
+	tools := s.Tools()
+	for _, w := range s.Warnings() {
+		fmt.Fprintln(stderr, "codemode tools: warning:", w)
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)

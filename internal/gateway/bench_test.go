@@ -57,7 +57,7 @@ func benchGateway(b *testing.B) *codemode.Surface {
 
 func benchCell(b *testing.B, s *codemode.Surface, code string, perIter int) {
 	run := func() {
-		r := s.ExecInput(context.Background(), "b", codemode.ExecInput{Code: &code})
+		r := s.Exec(context.Background(), "b", codemode.ExecInput{Code: &code})
 		if r.Status != capi.StatusCompleted {
 			b.Fatalf("%s %s", r.Status, r.Error)
 		}
@@ -114,8 +114,7 @@ func BenchmarkAPIRead200(b *testing.B) {
 	s := g.Surface(capi.RunContext{}, nil)
 	b.Run("render", func(b *testing.B) {
 		for i := 0; i < b.N; i++ {
-			c := s.Catalog()
-			if _, err := c.APIRead("mcp/linear.d.ts"); err != nil {
+			if _, err := s.APIFile("mcp/linear.d.ts"); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -75,7 +75,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 			g.natives = append(g.natives, &c)
 		}
 	}
-	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm}
+	ro := codemode.ConfigOptions(cfg)
+	ro.Logger = log
+	ro.Engine.Wasm = opts.Wasm
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
 		ro.Resources = g.mcp

@@ -59,7 +59,7 @@ func open(t *testing.T, servers map[string]config.MCPServer, mutate ...func(*con
 
 func run(t *testing.T, s *codemode.Surface, code string) capi.ExecResult {
 	t.Helper()
-	return s.ExecInput(context.Background(), "exec_1", codemode.ExecInput{Code: &code})
+	return s.Exec(context.Background(), "exec_1", codemode.ExecInput{Code: &code})
 }
 
 func value(t *testing.T, r capi.ExecResult) string {
@@ -85,7 +85,7 @@ func TestRealMCPServers(t *testing.T) { // M1–M3, K4, §19, §20 steps 9–10
 		}
 	}
 	s := g.Surface(capi.RunContext{SessionKey: "e2e"}, nil)
-	if names := s.VisibleToolNames(); strings.Join(names, ",") != "exec,wait" {
+	if names := s.ToolNames(); strings.Join(names, ",") != "exec,wait" {
 		t.Fatalf("model sees %v", names)
 	}
 
@@ -134,9 +134,9 @@ func TestRealServerDeclarationsGolden(t *testing.T) { // M3: the rendered .d.ts 
 		"filesystem": {Command: "node", Args: []string{npm(t, "server-filesystem"), "/tmp"}, Enabled: true, TimeoutMs: 20000},
 		"memory":     {Command: "node", Args: []string{npm(t, "server-memory")}, Enabled: true, TimeoutMs: 20000},
 	})
-	cat := g.Surface(capi.RunContext{}, nil).Catalog()
+	surf := g.Surface(capi.RunContext{}, nil)
 	for _, name := range []string{"index", "everything", "filesystem", "memory"} {
-		text, err := cat.APIRead("mcp/" + name + ".d.ts")
+		text, err := surf.APIFile("mcp/" + name + ".d.ts")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -205,7 +205,7 @@ func TestSlowMCPToolWaits(t *testing.T) { // X8, W1 through the MCP namespace
 		t.Fatalf("%+v", r)
 	}
 	close(release)
-	w := s.WaitInput(context.Background(), "w", codemode.WaitInput{RunID: r.RunID})
+	w := s.Wait(context.Background(), "w", codemode.WaitInput{RunID: r.RunID})
 	if got := value(t, w); got != `"finally"` || len(w.Output) != 1 || w.Output[0].Text != "answered" {
 		t.Fatalf("%s %+v", got, w.Output)
 	}
@@ -222,7 +222,7 @@ func TestHostileMCPServer(t *testing.T) { // untrusted names and descriptions st
 	}
 	g := open(t, map[string]config.MCPServer{"evil-server": {URL: inProcess(t, srv), Enabled: true, TimeoutMs: 20000}})
 	s := g.Surface(capi.RunContext{}, nil)
-	if strings.Contains(s.Tools[0].Description, "ignore previous") {
+	if strings.Contains(s.Tools()[0].Description, "ignore previous") {
 		t.Fatal("MCP description reached the exec description")
 	}
 	r := run(t, s, `
@@ -243,7 +243,7 @@ func TestHostileMCPServer(t *testing.T) { // untrusted names and descriptions st
 	if len(got.Names) < 7 || len(got.Called) != len(got.Names) || got.Bytes > 300<<10 {
 		t.Fatalf("%+v", got)
 	}
-	text, _ := s.Catalog().APIRead("mcp/evil-server.d.ts")
+	text, _ := s.APIFile("mcp/evil-server.d.ts")
 	if res := esbuild.Transform(text, esbuild.TransformOptions{Loader: esbuild.LoaderTS}); len(res.Errors) > 0 {
 		t.Fatalf("hostile declarations broke the file: %v", res.Errors[0].Text)
 	}

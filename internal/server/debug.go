@@ -39,13 +39,13 @@ func debugFromEnv() debugFlags {
 
 func (d debugFlags) logSurface(log *slog.Logger, surf *codemode.Surface) {
 	if d.codeMode {
-		log.Info("code mode surface", "active", surf.Active, "visibleTools", surf.VisibleToolNames(), "catalog", catalogSize(surf))
+		log.Info("code mode surface", "active", surf.Active(), "visibleTools", surf.ToolNames(), "catalog", surf.Catalog().Size)
 	}
 	switch d.payload {
 	case "tools":
-		log.Info("model payload tools", "names", surf.VisibleToolNames())
+		log.Info("model payload tools", "names", surf.ToolNames())
 	case "full-redacted":
-		log.Info("model payload (redacted)", "tools", redactedPayload(surf.Tools))
+		log.Info("model payload (redacted)", "tools", redactedPayload(surf.Tools()))
 	}
 }
 

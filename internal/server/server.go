@@ -64,7 +64,7 @@ func (s *Server) MCP() *mcp.Server { return s.srv }
 // (clients get notifications/tools/list_changed).
 func (s *Server) refresh() {
 	surf := s.g.Surface(api.RunContext{AgentID: "mcp"}, nil)
-	if err := surf.CheckPayload(surf.VisibleToolNames()); err != nil {
+	if err := surf.CheckPayload(surf.ToolNames()); err != nil {
 		// Never expected (Activate builds the list), but never serve a list that fails it.
 		s.log.Error("refusing the tool surface", "err", err)
 		return
@@ -72,8 +72,9 @@ func (s *Server) refresh() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.surface = surf
+	tools := surf.Tools()
 	next := map[string]bool{}
-	for _, t := range surf.Tools {
+	for _, t := range tools {
 		next[t.Name] = true
 	}
 	var gone []string
@@ -85,18 +86,11 @@ func (s *Server) refresh() {
 	if len(gone) > 0 {
 		s.srv.RemoveTools(gone...)
 	}
-	for _, t := range surf.Tools {
+	for _, t := range tools {
 		s.srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, s.handler(t.Name))
 	}
 	s.names = next
 	s.debug.logSurface(s.log, surf)
-}
-
-func catalogSize(s *codemode.Surface) int {
-	if c := s.Catalog(); c != nil {
-		return len(c.Entries)
-	}
-	return 0
 }
 
 // sessionKey gives each client session its own scope for suspended runs (W3).
@@ -125,22 +119,15 @@ func (s *Server) handler(name string) mcp.ToolHandler {
 		key := s.sessionKey(req.Session)
 		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
-		args := req.Params.Arguments
-		if surf.Active && (name == "exec" || name == "wait") {
-			var res api.ExecResult
-			if name == "exec" {
-				res = run.Exec(ctx, callID, args)
-			} else {
-				res = run.Wait(ctx, callID, args)
-			}
-			s.debug.logResult(s.log, name, callID, res)
-			return execResult(res), nil
+		res := run.Handle(ctx, callID, name, req.Params.Arguments)
+		switch {
+		case res.Exec != nil:
+			s.debug.logResult(s.log, name, callID, *res.Exec)
+			return execResult(*res.Exec), nil
+		case res.Err != nil:
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: res.Err.Error()}}}, nil
 		}
-		out, err := run.Call(ctx, callID, name, args)
-		if err != nil {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
-		}
-		return toolResult(out), nil
+		return toolResult(res.Tool), nil
 	}
 }
 
