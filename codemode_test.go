@@ -346,7 +346,7 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 	rt := newRuntime(t, testConfig(t), func(o *Options) {
 		o.Hooks = []api.BeforeToolCallHook{hook}
 		o.Approvals = appr
-		o.Observer = &rec
+		o.Trajectory = &rec
 	})
 	rc := api.RunContext{AgentID: "agent", SessionKey: "sess", SessionID: "sid", RunID: "run1"}
 	s := rt.Activate(rc, fixtureTools())
@@ -369,8 +369,8 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 			t.Fatalf("nested event lacks run context: %+v", ev)
 		}
 	}
-	if n := rec.count(); n != 3 {
-		t.Fatalf("observer saw %d nested calls", n)
+	if n := rec.count(api.EventNested); n != 3 {
+		t.Fatalf("trajectory saw %d nested calls", n)
 	}
 	// A hook may block the exec itself.
 	rt2 := newRuntime(t, testConfig(t), func(o *Options) {
@@ -390,21 +390,35 @@ func (f approvalFunc) Approve(ctx context.Context, ev *api.ToolCallEvent) (bool,
 	return f(ctx, ev)
 }
 
+// recorder is an api.Trajectory that keeps every event.
 type recorder struct {
-	mu   sync.Mutex
-	recs []api.ToolCallRecord
+	mu  sync.Mutex
+	evs []api.TrajectoryEvent
 }
 
-func (r *recorder) ToolCall(rec api.ToolCallRecord) {
+func (r *recorder) Record(ev api.TrajectoryEvent) {
 	r.mu.Lock()
-	r.recs = append(r.recs, rec)
+	r.evs = append(r.evs, ev)
 	r.mu.Unlock()
 }
 
-func (r *recorder) count() int {
+// count is the number of events of a kind.
+func (r *recorder) count(kind string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.recs)
+	n := 0
+	for _, ev := range r.evs {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) events() []api.TrajectoryEvent {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evs)
 }
 
 func TestOutputContracts(t *testing.T) { // O4

@@ -1,9 +1,11 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/dispatch"
@@ -13,6 +15,27 @@ import (
 // tool when code mode is not active (A4). It goes through the same gate (hooks, approval) as
 // nested calls.
 func (s *Surface) callDirect(ctx context.Context, callID, name string, input json.RawMessage) (*api.Result, error) {
+	tr := api.TrajectoryEvent{Kind: api.EventDirect, Time: time.Now(), Run: s.run, CallID: callID, Tool: name, Input: input}
+	res, err := s.runDirect(ctx, callID, name, input, &tr)
+	if t := s.rt.opts.Trajectory; t != nil {
+		tr.DurationMs = time.Since(tr.Time).Milliseconds()
+		switch {
+		case err != nil:
+			tr.Status, tr.Error = "error", err.Error()
+		case res != nil && res.IsError:
+			tr.Status = "error"
+		default:
+			tr.Status = "ok"
+		}
+		if res != nil {
+			tr.Result, _ = json.Marshal(res)
+		}
+		t.Record(tr)
+	}
+	return res, err
+}
+
+func (s *Surface) runDirect(ctx context.Context, callID, name string, input json.RawMessage, tr *api.TrajectoryEvent) (*api.Result, error) {
 	t := s.byName[name]
 	if t == nil || !s.direct[name] {
 		if s.active && (name == "exec" || name == "wait") {
@@ -28,7 +51,11 @@ func (s *Surface) callDirect(ctx context.Context, callID, name string, input jso
 	}
 	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: s.run}
-	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, s.rt.opts.Approvals, ev, name); err != nil {
+	err := dispatch.Gate(ctx, s.rt.opts.Hooks, s.rt.opts.Approvals, ev, name)
+	if !bytes.Equal(ev.Input, input) {
+		tr.Input, tr.OriginalInput = ev.Input, input
+	}
+	if err != nil {
 		return nil, err
 	}
 	if t.Execute == nil {

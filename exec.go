@@ -146,14 +146,38 @@ func decodeStrict(raw json.RawMessage, v any, what string) error {
 }
 
 // Exec runs a cell (exec, X1–X9). callID identifies the exec tool call: it is the parent of the
-// cell's nested calls in hooks and records.
+// cell's nested calls in hooks and the trajectory.
 func (s *Surface) Exec(ctx context.Context, callID string, in ExecInput) api.ExecResult {
 	return s.exec(ctx, callID, in, nil)
 }
 
-// exec runs a cell; raw is the input as the model sent it, when known (hooks see it unchanged).
+// exec runs a cell and records it; raw is the input as the model sent it, when known (hooks and
+// the trajectory see it unchanged).
 func (s *Surface) exec(ctx context.Context, callID string, in ExecInput, raw json.RawMessage) api.ExecResult {
-	start := time.Now()
+	if raw == nil {
+		raw, _ = json.Marshal(in)
+	}
+	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "exec", Input: raw}
+	res := s.runExec(ctx, callID, in, raw, &tr)
+	tr.CodeModeRunID = res.RunID
+	s.record(&tr, res)
+	return res
+}
+
+// record completes a control call's trajectory event with its result and records it.
+func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
+	t := s.rt.opts.Trajectory
+	if t == nil {
+		return
+	}
+	tr.Status, tr.Error = res.Status, res.Error
+	tr.DurationMs = time.Since(tr.Time).Milliseconds()
+	tr.Result, _ = json.Marshal(res)
+	t.Record(*tr)
+}
+
+func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw json.RawMessage, tr *api.TrajectoryEvent) api.ExecResult {
+	start := tr.Time
 	rt := s.rt
 	if !s.active {
 		return s.failed(start, api.CodeInvalidInput, "code mode is not active in this run")
@@ -164,16 +188,14 @@ func (s *Surface) exec(ctx context.Context, callID string, in ExecInput, raw jso
 	}
 	// X5: hooks see the exec itself — with code and command as the model sent them — marked so a
 	// policy can tell it from a shell command. A hook may rewrite the input: what it returns is
-	// what runs.
-	if raw == nil {
-		raw, _ = json.Marshal(in)
-	}
+	// what runs, and the trajectory keeps both.
 	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
 		ToolInputKind: lang, Input: raw, Run: s.run}
 	if err := dispatch.Gate(ctx, rt.opts.Hooks, nil, ev, "exec"); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	if !bytes.Equal(ev.Input, raw) {
+		tr.Input, tr.OriginalInput = ev.Input, raw
 		var rewritten ExecInput
 		if err := decodeStrict(ev.Input, &rewritten, "exec (as rewritten by a before_tool_call hook)"); err != nil {
 			return s.failed(start, api.CodeInvalidInput, err.Error())
@@ -221,11 +243,18 @@ func gateCode(err error) string {
 
 // Wait continues a suspended run (wait, W1–W7).
 func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.ExecResult {
-	start := time.Now()
+	input, _ := json.Marshal(in)
+	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "wait",
+		Input: input, CodeModeRunID: in.RunID}
+	res := s.runWait(ctx, in, input, tr.Time)
+	s.record(&tr, res)
+	return res
+}
+
+func (s *Surface) runWait(ctx context.Context, in WaitInput, input json.RawMessage, start time.Time) api.ExecResult {
 	if strings.TrimSpace(in.RunID) == "" {
 		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
-	input, _ := json.Marshal(in)
 	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, nil, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
 		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, "wait"); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
@@ -295,7 +324,7 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 	rt := s.rt
 	return &dispatch.Dispatcher{
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID,
-		Hooks: rt.opts.Hooks, Approvals: rt.opts.Approvals, Observer: rt.opts.Observer,
+		Hooks: rt.opts.Hooks, Approvals: rt.opts.Approvals, Trajectory: rt.opts.Trajectory,
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run),
 	}

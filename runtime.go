@@ -41,8 +41,10 @@ type Options struct {
 	Hooks []api.BeforeToolCallHook
 	// Approvals decides approval-gated calls, after the hooks.
 	Approvals api.ApprovalPolicy
-	// Observer receives a record of every nested call.
-	Observer api.Observer
+	// Trajectory receives a record of every exec, wait, direct and nested call, approval and
+	// progress update (E2). internal/trajectory's writer (used by `codemode agent --transcript`
+	// and `serve.trajectory`) writes them as JSON Lines; events reach a Trajectory unsanitized.
+	Trajectory api.Trajectory
 	// Resources reaches MCP resources and prompts for MCP.<server>.resources and .prompts.
 	Resources api.Resources
 	// Logger receives operational logs (warnings about the tool set, an unavailable engine).

@@ -52,20 +52,3 @@ type BeforeToolCallHook func(ctx context.Context, ev *ToolCallEvent) (HookDecisi
 type ApprovalPolicy interface {
 	Approve(ctx context.Context, ev *ToolCallEvent) (approved bool, reason string, err error)
 }
-
-// ToolCallRecord is emitted after every nested call for transcripts and audit (E2).
-type ToolCallRecord struct {
-	ParentCallID string          `json:"parentCallId,omitempty"`
-	CallID       string          `json:"callId"`
-	ToolID       string          `json:"toolId"`
-	Input        json.RawMessage `json:"input,omitempty"`
-	IsError      bool            `json:"isError,omitempty"`
-	Error        string          `json:"error,omitempty"`
-	DurationMs   int64           `json:"durationMs"`
-	Run          RunContext      `json:"run"`
-}
-
-// Observer receives trajectory events. Implementations must be quick and safe for concurrent use.
-type Observer interface {
-	ToolCall(rec ToolCallRecord)
-}

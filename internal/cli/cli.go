@@ -37,6 +37,7 @@ Usage:
   codemode exec  [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)
                                             run one cell; print each result as a JSON line
   codemode tools [--config FILE]            print the model-facing tool list as JSON
+  codemode trace [--full] FILE              print a trajectory (JSON Lines) as a tree: exec → nested calls
   codemode bench [--json] [--config FILE]   measure the sandbox (min/median/max)
   codemode bench search [--catalog FILE] [--queries FILE]
                                             evaluate tools.search / MCP.$search quality
@@ -61,6 +62,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTools(ctx, rest, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "trace":
+		return runTrace(ctx, rest, stdin, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":

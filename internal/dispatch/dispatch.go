@@ -45,7 +45,8 @@ type Dispatcher struct {
 	ParentCallID string
 	Hooks        []api.BeforeToolCallHook
 	Approvals    api.ApprovalPolicy
-	Observer     api.Observer
+	// Trajectory records every nested call (E2); nil records nothing.
+	Trajectory api.Trajectory
 	Resources    Resources
 	// RestartSafe refuses calls to tools not declared read-only (W6).
 	RestartSafe bool
@@ -305,21 +306,29 @@ func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.R
 	}
 	callID := fmt.Sprintf("%s/%d", d.ParentCallID, d.nextCall.Add(1))
 	start := time.Now()
-	rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: callID, ToolID: e.ID, Run: d.Run}
-	res, err := d.execute(ctx, e, input, &rec)
-	rec.DurationMs = time.Since(start).Milliseconds()
-	if err != nil {
-		rec.IsError, rec.Error = true, err.Error()
-	} else if res != nil && res.IsError {
-		rec.IsError = true
-	}
-	if d.Observer != nil {
-		d.Observer.ToolCall(rec)
+	ev := api.TrajectoryEvent{Kind: api.EventNested, Time: start, Run: d.Run, CallID: callID,
+		ParentCallID: d.ParentCallID, Tool: e.ID, Input: input}
+	res, err := d.execute(ctx, e, input, callID, &ev)
+	if d.Trajectory != nil {
+		ev.DurationMs = time.Since(start).Milliseconds()
+		switch {
+		case err != nil:
+			ev.Status, ev.Error = "error", err.Error()
+		case res.IsError:
+			ev.Status = "error"
+		default:
+			ev.Status = "ok"
+		}
+		if res != nil {
+			ev.Result, _ = json.Marshal(resultJSON(res))
+		}
+		d.Trajectory.Record(ev)
 	}
 	return res, err
 }
 
-func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, rec *api.ToolCallRecord) (*api.Result, error) {
+// execute runs the call; ev is its trajectory event, completed here with the input that ran.
+func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, callID string, ev *api.TrajectoryEvent) (*api.Result, error) {
 	if err := e.ContractError(); err != nil {
 		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
 	}
@@ -330,10 +339,12 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 	if !json.Valid(input) {
 		return nil, &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
 	}
-	ev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
+	hev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}
-	err := Gate(ctx, d.Hooks, d.Approvals, ev, e.ID)
-	rec.Input = ev.Input
+	err := Gate(ctx, d.Hooks, d.Approvals, hev, e.ID)
+	if !bytes.Equal(hev.Input, input) {
+		ev.Input, ev.OriginalInput = hev.Input, input
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -344,7 +355,8 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 	if impl.Execute == nil {
 		return nil, &sandbox.CallError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}
 	}
-	res, err := impl.Execute(ctx, &api.Call{ToolID: e.ID, Input: ev.Input, Run: d.Run, ParentCallID: d.ParentCallID})
+	res, err := impl.Execute(ctx, &api.Call{ToolID: e.ID, Input: hev.Input, Run: d.Run, ParentCallID: d.ParentCallID,
+		Update: d.updater(callID, e.ID)})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &sandbox.CallError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
@@ -373,6 +385,18 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 		}
 	}
 	return res, nil
+}
+
+// updater is the Update function of a nested call (E1): progress a tool streams reaches the
+// trajectory. Nil when nothing listens.
+func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
+	if d.Trajectory == nil {
+		return nil
+	}
+	return func(b api.ContentBlock) {
+		d.Trajectory.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
+			ParentCallID: d.ParentCallID, Tool: toolID, Update: &b})
+	}
 }
 
 func contentSize(blocks []api.ContentBlock) int {

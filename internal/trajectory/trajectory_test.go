@@ -1,0 +1,207 @@
+package trajectory
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestValueRedactsAndBounds(t *testing.T) { // Y2, E2: bounded, secrets redacted
+	long := strings.Repeat("x", MaxStringBytes+100)
+	cases := []struct {
+		name, in string
+		want     []string // substrings of the output
+		not      []string // substrings that must be gone
+	}{
+		{"secret keys", `{"apiKey":"abc","password":"hunter2","Authorization":"Bearer t0ken-value-123","max_tokens":5,"token":""}`,
+			[]string{`"apiKey":"[redacted]"`, `"password":"[redacted]"`, `"Authorization":"[redacted]"`, `"max_tokens":5`, `"token":""`},
+			[]string{"hunter2", "t0ken-value"}},
+		{"secret shapes in text", `{"note":"use sk-ABCDEFGHIJKLMNOPQRSTUV and ghp_abcdefghijklmnopqrstuvwx","hdr":"bearer abcdefghijkl"}`,
+			[]string{"use [redacted] and [redacted]", "bearer [redacted]"}, []string{"sk-ABC", "ghp_abc", "abcdefghijkl"}},
+		{"urls", `["https://user:pa55@example.com/x","https://e.com/a?api_key=s3cr3t&x=1"]`,
+			[]string{"https://[redacted]@example.com/x", "?api_key=[redacted]&x=1"}, []string{"pa55", "s3cr3t"}},
+		{"long strings", `{"s":"` + long + `"}`, []string{"bytes clipped]"}, nil},
+		{"numbers keep precision", `{"n":12345678901234567890}`, []string{"12345678901234567890"}, nil},
+		{"invalid json", `{"a":`, []string{`"{\"a\":"`}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := string(Value(json.RawMessage(c.in)))
+			if !json.Valid([]byte(out)) {
+				t.Fatalf("not JSON: %s", out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("%s lacks %q", out, w)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(out, n) {
+					t.Errorf("%s still has %q", out, n)
+				}
+			}
+		})
+	}
+	var many []string
+	for i := 0; i < 100; i++ {
+		many = append(many, fmt.Sprintf("%q", strings.Repeat("y", 1000)))
+	}
+	big := Value(json.RawMessage("[" + strings.Join(many, ",") + "]"))
+	if len(big) > MaxValueBytes || !strings.Contains(string(big), `"truncated":true`) {
+		t.Fatalf("a 100 KB value was not bounded: %d bytes", len(big))
+	}
+	deep := strings.Repeat("[", 200) + strings.Repeat("]", 200)
+	if out := Value(json.RawMessage(deep)); !strings.Contains(string(out), "nested too deeply") {
+		t.Fatalf("deep value: %s", out)
+	}
+}
+
+func TestSanitizeEvent(t *testing.T) {
+	ev := Sanitize(api.TrajectoryEvent{Kind: api.EventNested, Error: "GET https://u:p@h/ failed",
+		Approval: &api.ApprovalInfo{Reason: "token sk-ABCDEFGHIJKLMNOPQRSTUV leaked"},
+		Update:   &api.ContentBlock{Type: "image", Data: strings.Repeat("A", 5000), MimeType: "image/png"}})
+	if strings.Contains(ev.Error, "u:p@") || strings.Contains(ev.Approval.Reason, "sk-ABC") || ev.Update.Data != "[5000 bytes of image/png]" {
+		t.Fatalf("%+v %+v %+v", ev.Error, ev.Approval, ev.Update)
+	}
+}
+
+func TestWriterConcurrent(t *testing.T) { // hammer: every line is one whole event
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				w.Record(api.TrajectoryEvent{Kind: api.EventNested, CallID: fmt.Sprintf("c%d/%d", g, i), Tool: "native:core:read",
+					Input: json.RawMessage(`{"path":"x"}`), Status: "ok"})
+			}
+		}(g)
+	}
+	wg.Wait()
+	evs, bad, err := Read(&buf)
+	if err != nil || len(bad) > 0 || len(evs) != 3200 || w.Count() != 3200 {
+		t.Fatalf("%d events, bad %v, err %v", len(evs), bad, err)
+	}
+}
+
+func TestCreateAppendsWithPrivateMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.jsonl")
+	for i := 0; i < 2; i++ {
+		w, err := Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Record(api.TrajectoryEvent{Kind: api.EventControl, Tool: "exec", CallID: fmt.Sprint(i)})
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, _ := os.Stat(path)
+	f, _ := os.Open(path)
+	defer f.Close()
+	evs, _, _ := Read(f)
+	if len(evs) != 2 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("%d events, mode %v", len(evs), st.Mode())
+	}
+}
+
+func TestReadSkipsDamage(t *testing.T) {
+	in := `{"kind":"control","tool":"exec","callId":"a","status":"completed"}
+not json
+{"no":"kind"}
+
+{"kind":"control","tool":"wait","callId":"b","status":"completed"}`
+	evs, bad, err := Read(strings.NewReader(in))
+	if err != nil || len(evs) != 2 || len(bad) != 2 || bad[0] != "line 2: not a trajectory event" {
+		t.Fatalf("%v %v %v", evs, bad, err)
+	}
+	if _, _, err := Read(strings.NewReader(strings.Repeat("x", maxLineBytes+10))); err == nil {
+		t.Fatal("an oversized line was accepted")
+	}
+}
+
+// sampleTrajectory is a run with an exec whose nested calls outlive it, a wait that delivers
+// them, an approval, an update and a direct call.
+func sampleTrajectory() []api.TrajectoryEvent {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	rc := api.RunContext{AgentID: "cli", SessionKey: "s1", RunID: "r1"}
+	return []api.TrajectoryEvent{
+		{Kind: api.EventNested, Time: at(1), Run: rc, CallID: "call_1/1", ParentCallID: "call_1", Tool: "native:core:read", Input: json.RawMessage(`{"path":"README.md"}`), Status: "ok", Result: json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`), DurationMs: 2},
+		{Kind: api.EventApprovalRequest, Time: at(3), Run: rc, CallID: "call_1/2", Tool: "native:core:write", Approval: &api.ApprovalInfo{Prompt: "Write notes.md?"}},
+		{Kind: api.EventUpdate, Time: at(4), Run: rc, CallID: "call_1/3", Tool: "mcp:everything:longRunningOperation", Update: &api.ContentBlock{Type: "text", Text: "50%"}},
+		{Kind: api.EventControl, Time: at(0), Run: rc, CallID: "call_1", Tool: "exec", Input: json.RawMessage(`{"code":"…"}`), Status: "waiting", DurationMs: 10, CodeModeRunID: "run_X", Delivered: []string{"call_1/1"}},
+		{Kind: api.EventApprovalDecision, Time: at(20), Run: rc, CallID: "call_1/2", Tool: "native:core:write", Status: "approved", Approval: &api.ApprovalInfo{By: "terminal"}},
+		{Kind: api.EventNested, Time: at(3), Run: rc, CallID: "call_1/2", ParentCallID: "call_1", Tool: "native:core:write", Input: json.RawMessage(`{"path":"notes.md","content":"x"}`), OriginalInput: json.RawMessage(`{"path":"../notes.md","content":"x"}`), Status: "ok", DurationMs: 25},
+		{Kind: api.EventNested, Time: at(4), Run: rc, CallID: "call_1/3", ParentCallID: "call_1", Tool: "mcp:everything:longRunningOperation", Status: "error", Error: "mcp:everything:longRunningOperation: cancelled", DurationMs: 40},
+		{Kind: api.EventControl, Time: at(30), Run: rc, CallID: "call_2", Tool: "wait", Input: json.RawMessage(`{"runId":"run_X"}`), Status: "completed", DurationMs: 15, Delivered: []string{"call_1/2", "call_1/3"}},
+		{Kind: api.EventDirect, Time: at(50), Run: rc, CallID: "call_3", Tool: "image", Input: json.RawMessage(`{}`), Status: "ok", DurationMs: 1},
+		{Kind: api.EventControl, Time: at(60), Run: api.RunContext{AgentID: "cli", SessionKey: "s2"}, CallID: "call_9", Tool: "exec", Status: "failed", Error: "SyntaxError: unexpected token (line 1:9)"},
+	}
+}
+
+func TestRenderGolden(t *testing.T) { // E2, §20 step 16: nested calls under their parent
+	var buf bytes.Buffer
+	Render(&buf, sampleTrajectory(), RenderOptions{})
+	golden(t, "trace.golden", buf.String())
+	out := buf.String()
+	exec := strings.Index(out, "exec call_1")
+	read := strings.Index(out, "native:core:read call_1/1")
+	wait := strings.Index(out, "wait call_2")
+	if !(exec >= 0 && exec < read && read < wait) || !strings.Contains(out, "delivered native:core:write call_1/2") {
+		t.Fatalf("tree shape:\n%s", out)
+	}
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s differs (run with -update to accept):\n%s", name, got)
+	}
+}
+
+func BenchmarkRecordNested(b *testing.B) { // target ≤ 20 µs per nested call
+	w := NewWriter(io.Discard)
+	ev := sampleTrajectory()[0]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Record(ev)
+	}
+}
+
+func BenchmarkRecordNestedFile(b *testing.B) {
+	w, err := Create(filepath.Join(b.TempDir(), "t.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	ev := sampleTrajectory()[0]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Record(ev)
+	}
+}

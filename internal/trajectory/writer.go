@@ -1,0 +1,122 @@
+package trajectory
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// Writer appends events to an io.Writer as JSON Lines, one sanitized event per line. It is safe
+// for concurrent use; each event is flushed as it is written, so a crash loses nothing that was
+// recorded. Write errors are kept (Err) rather than returned: recording must never fail a call.
+type Writer struct {
+	mu     sync.Mutex
+	w      *bufio.Writer
+	closer io.Closer
+	err    error
+	n      int64
+}
+
+var _ api.Trajectory = (*Writer)(nil)
+
+// NewWriter writes events to w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: bufio.NewWriterSize(w, 32<<10)} }
+
+// Create opens (or creates) path for appending: a trajectory file grows across runs and
+// restarts. The file is created 0600: trajectories hold tool inputs.
+func Create(path string) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	w := NewWriter(f)
+	w.closer = f
+	return w, nil
+}
+
+// Record writes one event.
+func (w *Writer) Record(ev api.TrajectoryEvent) {
+	b, err := json.Marshal(Sanitize(ev))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.err = err
+		return
+	}
+	if w.err != nil && w.closer != nil {
+		return // a broken file stays broken; Err says why
+	}
+	b = append(b, '\n')
+	if _, err := w.w.Write(b); err != nil {
+		w.err = err
+		return
+	}
+	if err := w.w.Flush(); err != nil {
+		w.err = err
+		return
+	}
+	w.n++
+}
+
+// Count is the number of events written.
+func (w *Writer) Count() int64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+// Err reports the first write error, if any.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Close flushes and closes the file opened by Create.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	err := w.w.Flush()
+	if w.closer != nil {
+		if cerr := w.closer.Close(); err == nil {
+			err = cerr
+		}
+		w.closer = nil
+	}
+	return err
+}
+
+// Multi records every event to each of ts (nil entries are skipped).
+func Multi(ts ...api.Trajectory) api.Trajectory {
+	var out multi
+	for _, t := range ts {
+		if t != nil {
+			out = append(out, t)
+		}
+	}
+	switch len(out) {
+	case 0:
+		return nil
+	case 1:
+		return out[0]
+	}
+	return out
+}
+
+type multi []api.Trajectory
+
+func (m multi) Record(ev api.TrajectoryEvent) {
+	for _, t := range m {
+		t.Record(ev)
+	}
+}
+
+// Func adapts a function to api.Trajectory.
+type Func func(api.TrajectoryEvent)
+
+// Record calls f.
+func (f Func) Record(ev api.TrajectoryEvent) { f(ev) }
