@@ -65,8 +65,8 @@ type ApprovalInfo struct {
 	Prompt string `json:"prompt,omitempty"`
 	// By says who decided: "person" (through an Approver or the library's Decide), "fallback"
 	// (nobody could be asked), "timeout", "policy".
-	By     string    `json:"by,omitempty"`
-	Reason string    `json:"reason,omitempty"`
+	By      string    `json:"by,omitempty"`
+	Reason  string    `json:"reason,omitempty"`
 	Expires time.Time `json:"expires,omitzero"`
 }
 

@@ -47,7 +47,7 @@ type Dispatcher struct {
 	Approvals    api.ApprovalPolicy
 	// Trajectory records every nested call (E2); nil records nothing.
 	Trajectory api.Trajectory
-	Resources    Resources
+	Resources  Resources
 	// RestartSafe refuses calls to tools not declared read-only (W6).
 	RestartSafe bool
 	// SearchLimit maps a requested limit to the effective one (config rules).

@@ -88,8 +88,8 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	fmt.Fprintln(w, "run "+strings.Join(head, " "))
 
 	nested := map[string][]api.TrajectoryEvent{} // by parent exec call
-	byCall := map[string]api.TrajectoryEvent{}    // nested calls by id
-	about := map[string][]api.TrajectoryEvent{}   // approvals and updates by the call they concern
+	byCall := map[string]api.TrajectoryEvent{}   // nested calls by id
+	about := map[string][]api.TrajectoryEvent{}  // approvals and updates by the call they concern
 	var top []api.TrajectoryEvent
 	for _, ev := range events {
 		switch ev.Kind {
