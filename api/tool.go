@@ -109,21 +109,29 @@ func TextResult(text string, details any) (*Result, error) {
 	return r, nil
 }
 
-// RunContext identifies the agent run a tool call belongs to (A1, E1). Catalogs, suspended runs
-// and hooks are scoped by it.
+// RunContext identifies the agent run a call belongs to and carries its context (A1, E1).
+// Catalog isolation, suspended runs, telemetry and the trajectory are scoped by AgentID,
+// SessionKey, SessionID and RunID; the other fields travel with every hook event, nested call and
+// trajectory record so policies and audits can see who asked, through which channel, with which
+// model.
 type RunContext struct {
 	AgentID    string `json:"agentId,omitempty"`
 	SessionKey string `json:"sessionKey,omitempty"`
 	SessionID  string `json:"sessionId,omitempty"`
 	RunID      string `json:"runId,omitempty"`
-	SenderID   string `json:"senderId,omitempty"`
-	Channel    string `json:"channel,omitempty"`
+	// Model and Provider name the model the run talks to ("gpt-4.1", "openai").
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
+	// SenderID is who sent the turn (a user id); Channel is where it came from ("cli", "mcp", a
+	// chat channel).
+	SenderID string `json:"senderId,omitempty"`
+	Channel  string `json:"channel,omitempty"`
 	// DisableTools marks a run that intentionally has no tools (A7).
 	DisableTools bool `json:"disableTools,omitempty"`
 	// Raw marks a raw model call without tools (A7).
 	Raw bool `json:"raw,omitempty"`
 	// Sandboxed marks an agent running under the sandbox tool policy: it reaches MCP servers
-	// only when tools.sandbox.tools.alsoAllow includes "bundle-mcp" (C4).
+	// only when the policy allows the bundled MCP plugin (C4).
 	Sandboxed bool `json:"sandboxed,omitempty"`
 }
 

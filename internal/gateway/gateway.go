@@ -34,6 +34,10 @@ type Gateway struct {
 // Options for Open.
 type Options struct {
 	Logger *slog.Logger
+	// Trajectory receives every call's record (codemode.Options.Trajectory).
+	Trajectory api.Trajectory
+	// Hooks run before every call (codemode.Options.Hooks).
+	Hooks []api.BeforeToolCallHook
 	// Extra native tools (tests, embedders).
 	Tools []*api.Tool
 	// Plugins are started in order by Open and stopped by Close; their tools follow the core
@@ -77,6 +81,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	}
 	ro := codemode.ConfigOptions(cfg)
 	ro.Logger = log
+	ro.Trajectory = opts.Trajectory
+	ro.Hooks = opts.Hooks
 	ro.Engine.Wasm = opts.Wasm
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
