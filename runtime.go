@@ -90,7 +90,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 }
 
 func (rt *Runtime) loadEngine(ctx context.Context) {
-	mo := quickjs.ModuleOptions{Wasm: rt.opts.Wasm}
+	mo := quickjs.ModuleOptions{Wasm: rt.opts.Wasm, Logger: rt.log}
 	if !rt.cfg.Runtime.CompileCache {
 		mo.DisableCache = true
 	} else if dir, err := rt.cfg.Runtime.CompileCachePath(); err == nil {
