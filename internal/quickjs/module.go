@@ -101,7 +101,7 @@ type Module struct {
 func Load(ctx context.Context, opts ModuleOptions) (*Module, error) {
 	wasm, source, err := moduleBytes(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
 		return nil, fmt.Errorf("%w: module (%s) is not WebAssembly", ErrUnavailable, source)

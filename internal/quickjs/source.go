@@ -80,6 +80,9 @@ func readModuleFile(path string) ([]byte, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > enginefetch.MaxWasmBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes: not a QuickJS module", path, enginefetch.MaxWasmBytes)
+	}
 	b, err := io.ReadAll(io.LimitReader(f, enginefetch.MaxWasmBytes+1))
 	if err != nil {
 		return nil, err

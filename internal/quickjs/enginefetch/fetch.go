@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -122,6 +123,9 @@ func Get(ctx context.Context, o Options) ([]byte, error) {
 	// The key holds everything that decides the result, so callers with different pins (tests)
 	// never share a flight.
 	key := strings.Join([]string{file, f.url, o.Pin.Integrity, o.Pin.WasmSHA256}, "\x00")
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	// The download outlives a caller that gives up (others may be waiting), bounded by
 	// FetchTimeout.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FetchTimeout)
@@ -183,6 +187,10 @@ func (f *fetcher) download(ctx context.Context) ([]byte, error) {
 	req.Header.Set("User-Agent", "codemode-enginefetch")
 	resp, err := f.client.Do(req)
 	if err != nil {
+		// The caller names the URL already (with any password redacted).
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err
+		}
 		return nil, err
 	}
 	defer resp.Body.Close()
