@@ -13,7 +13,8 @@ read -r pkg version integrity wasmsha < <(node -e '
   console.log(p.package, p.version, p.integrity, p.wasmSha256);')
 out="$assets/quickjs.wasm"
 stamp="$assets/.quickjs.wasm.integrity"
-if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$integrity" ]; then
+if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$integrity $wasmsha" ]; then
+  touch "$out" # up to date with the pin file, for make
   exit 0
 fi
 tmp=$(mktemp -d)
@@ -39,5 +40,5 @@ fi
 cp "$tmp/package/quickjs.wasm" "$out.tmp"
 cp "$tmp/package/LICENSE" "$assets/LICENSE.quickjs-wasi"
 mv "$out.tmp" "$out"
-printf '%s' "$integrity" > "$stamp"
+printf '%s %s' "$integrity" "$wasmsha" > "$stamp"
 echo "verified $pkg@$version ($integrity) -> $out" >&2

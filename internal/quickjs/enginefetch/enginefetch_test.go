@@ -434,3 +434,22 @@ func TestHelperProcess(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// BenchmarkCacheHit is what every start of a binary without the embedded module pays once the
+// engine is cached: one read and one sha256 of a module the size of the real one.
+func BenchmarkCacheHit(b *testing.B) {
+	wasm := bytes.Repeat([]byte{1}, 638148)
+	tgz := tarball(b, entry{name: WasmEntry, body: wasm})
+	reg := newRegistry(b, tgz)
+	o := reg.options(b, pinFor(tgz, wasm))
+	if _, err := Get(context.Background(), o); err != nil {
+		b.Fatal(err)
+	}
+	o.NoFetch = true
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := Get(context.Background(), o); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
