@@ -94,7 +94,7 @@ func Get(ctx context.Context, o Options) ([]byte, error) {
 			return b, nil
 		case errors.Is(err, errMismatch):
 			if o.NoFetch {
-				return nil, fmt.Errorf("the cached engine %s does not match the pinned sha256 (delete it)", file)
+				return nil, fmt.Errorf("the cached engine %s does not match the pinned sha256 (delete it, or allow fetching to replace it)", file)
 			}
 			log.Warn("the cached QuickJS engine does not match its pin: ignoring it and fetching again", "path", file)
 		case !isNotExist(err):
