@@ -91,12 +91,21 @@ type Policy struct {
 	SandboxAllowsMCP bool
 }
 
-// Engine locates the QuickJS WebAssembly module (the npm package quickjs-wasi at the pinned
-// version). The first that applies wins: Wasm, WasmFile, $CODEMODE_QUICKJS_WASM, the module
-// embedded by `make`, the verified download cache.
+// Engine locates the QuickJS WebAssembly module: the npm package quickjs-wasi at the version
+// pinned in this module, checked against its pinned hashes before use. The first that applies
+// wins: Wasm, WasmFile, $CODEMODE_QUICKJS_WASM, the module embedded by `make`, the download cache,
+// a download from the npm registry ($CODEMODE_NPM_REGISTRY, npm_config_registry, or
+// registry.npmjs.org) unless NoFetch or CODEMODE_QUICKJS_FETCH=0.
 type Engine struct {
 	// Wasm is the module's bytes (offline use, tests).
 	Wasm []byte
+	// WasmFile is a path to the module (offline use).
+	WasmFile string
+	// Dir is where a downloaded module is cached ("" means <user cache dir>/codemode/engine).
+	Dir string
+	// NoFetch never downloads: without a module at hand every exec fails with
+	// runtime_unavailable.
+	NoFetch bool
 	// CompileCacheDir is wazero's compilation cache ("" means <user cache dir>/codemode/wazero).
 	CompileCacheDir string
 	// NoCompileCache compiles the module in memory on every start (≈600 ms instead of ≈18 ms).
@@ -149,7 +158,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 
 func (rt *Runtime) loadEngine(ctx context.Context) {
 	e := rt.opts.Engine
-	mo := quickjs.ModuleOptions{Wasm: e.Wasm, CacheDir: e.CompileCacheDir, DisableCache: e.NoCompileCache}
+	mo := quickjs.ModuleOptions{Wasm: e.Wasm, WasmFile: e.WasmFile, EngineDir: e.Dir, NoFetch: e.NoFetch,
+		CacheDir: e.CompileCacheDir, DisableCache: e.NoCompileCache, Logger: rt.log}
 	mod, err := quickjs.Load(ctx, mo)
 	if err != nil {
 		rt.engineErr = err

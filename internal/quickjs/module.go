@@ -18,9 +18,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
+	"github.com/codemode-go/codemode/internal/quickjs/enginefetch"
 	"github.com/codemode-go/codemode/internal/wasmkill"
 	"github.com/tetratelabs/wazero"
 )
@@ -29,14 +31,13 @@ import (
 var assets embed.FS
 
 // PackageInfo is the pinned npm package the module comes from (assets/quickjs-wasi.json).
-type PackageInfo struct {
-	Package   string `json:"package"`
-	Version   string `json:"version"`
-	Integrity string `json:"integrity"`
-}
+type PackageInfo = enginefetch.Pin
 
 // Pinned returns the package pin compiled into this binary.
 func Pinned() PackageInfo {
+	if testPin != nil {
+		return *testPin
+	}
 	var p PackageInfo
 	b, err := assets.ReadFile("assets/quickjs-wasi.json")
 	if err == nil {
@@ -48,15 +49,24 @@ func Pinned() PackageInfo {
 // ErrUnavailable wraps every reason the module cannot be loaded. Callers fail closed on it.
 var ErrUnavailable = errors.New("QuickJS WebAssembly runtime unavailable")
 
-// EnvWasmPath names an environment variable that overrides the embedded module (for testing a
-// different build); the file must still be a quickjs-wasi module.
-const EnvWasmPath = "CODEMODE_QUICKJS_WASM"
-
-// ModuleOptions configure Load. The zero value embeds the pinned module and uses the on-disk
-// compilation cache in the user cache directory.
+// ModuleOptions configure Load. The zero value finds the pinned module (see Load), fetching it on
+// first use when the binary was built without it, and uses the on-disk compilation cache in the
+// user cache directory.
 type ModuleOptions struct {
-	// Wasm overrides the module bytes (tests). Empty means $CODEMODE_QUICKJS_WASM or the embedded file.
+	// Wasm is the module itself, used as given (tests, embedders that ship their own copy).
 	Wasm []byte
+	// WasmFile is a module file, used as given when Wasm is empty.
+	WasmFile string
+	// EngineDir is where a fetched module is cached; "" means <user cache dir>/codemode/engine.
+	EngineDir string
+	// NoFetch never downloads the module: without bytes, a file, an embedded module or a verified
+	// cached copy, Load fails. $CODEMODE_QUICKJS_FETCH=0 does the same.
+	NoFetch bool
+	// Registry is the npm registry to fetch from; "" means $CODEMODE_NPM_REGISTRY, then
+	// $npm_config_registry, then https://registry.npmjs.org/.
+	Registry string
+	// Logger receives one line when the module is fetched, and cache warnings; nil discards them.
+	Logger *slog.Logger
 	// CacheDir is wazero's compilation cache directory. "" means <user cache dir>/codemode/wazero.
 	CacheDir string
 	// DisableCache turns the on-disk compilation cache off (every process compiles, ≈600 ms).
@@ -77,31 +87,24 @@ type Module struct {
 	// refuse to restore into a different module.
 	Hash    [32]byte
 	Version string
-	cache   wazero.CompilationCache
+	// Source says where the bytes came from: "embedded", a file, the engine cache… (for logs).
+	Source string
+	cache  wazero.CompilationCache
 	// killable is false only for Uninstrumented modules.
 	killable bool
 }
 
-// Load reads, instruments and compiles the QuickJS module. Errors wrap ErrUnavailable.
+// Load finds, instruments and compiles the QuickJS module. The module is the first of: opts.Wasm,
+// opts.WasmFile, the file named by $CODEMODE_QUICKJS_WASM, the module embedded by `make`, a
+// verified copy in the engine cache, a verified download of the pinned npm tarball (unless
+// NoFetch or $CODEMODE_QUICKJS_FETCH=0). Errors wrap ErrUnavailable and say what to do.
 func Load(ctx context.Context, opts ModuleOptions) (*Module, error) {
-	wasm := opts.Wasm
-	if len(wasm) == 0 {
-		if p := os.Getenv(EnvWasmPath); p != "" {
-			b, err := os.ReadFile(p)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, EnvWasmPath, err)
-			}
-			wasm = b
-		} else {
-			b, err := assets.ReadFile("assets/quickjs.wasm")
-			if err != nil {
-				return nil, fmt.Errorf("%w: this binary was built without assets/quickjs.wasm (run `make wasm` before building)", ErrUnavailable)
-			}
-			wasm = b
-		}
+	wasm, source, err := moduleBytes(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if !bytes.HasPrefix(wasm, []byte("\x00asm")) {
-		return nil, fmt.Errorf("%w: module is not WebAssembly", ErrUnavailable)
+		return nil, fmt.Errorf("%w: module (%s) is not WebAssembly", ErrUnavailable, source)
 	}
 	instrumented := wasm
 	if !opts.Uninstrumented {
@@ -151,7 +154,7 @@ func Load(ctx context.Context, opts ModuleOptions) (*Module, error) {
 		rt.Close(ctx)
 		return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
-	return &Module{runtime: rt, compiled: compiled, Hash: sha256.Sum256(wasm), Version: Pinned().Version, cache: cache, killable: !opts.Uninstrumented}, nil
+	return &Module{runtime: rt, compiled: compiled, Hash: sha256.Sum256(wasm), Version: Pinned().Version, Source: source, cache: cache, killable: !opts.Uninstrumented}, nil
 }
 
 // HashHex is the module hash as hex, for logs and snapshot headers.
