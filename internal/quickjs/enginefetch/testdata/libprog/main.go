@@ -35,7 +35,8 @@ func main() {
 		},
 	}
 	s := rt.Activate(api.RunContext{SessionKey: "libprog"}, []*api.Tool{add})
-	res := s.Exec(ctx, "call_1", json.RawMessage(`{"code":"const [t] = await tools.search(\"add numbers\"); return (await tools.callValue(t.id, {a: 40, b: 2})).sum"}`))
+	r := s.Handle(ctx, "call_1", "exec", json.RawMessage(`{"code":"const [t] = await tools.search(\"add numbers\"); return (await tools.callValue(t.id, {a: 40, b: 2})).sum"}`))
+	res := r.Exec
 	out, _ := json.Marshal(map[string]any{"status": res.Status, "value": res.Value, "error": res.Error, "code": res.Code})
 	fmt.Println(string(out))
 	if res.Status != api.StatusCompleted {
