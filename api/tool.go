@@ -140,6 +140,11 @@ type RunContext struct {
 type Plugin struct {
 	ID    string
 	Tools []*Tool
+	// Namespaces are the plugin's domain APIs for cells (SPEC §10), backed by its Tools. They are
+	// registered when the plugin is added and cleared when it is removed.
+	Namespaces []Namespace
+	// Config is handed to each namespace's CreateScope (NamespaceContext.Config).
+	Config json.RawMessage
 	// Start runs before the plugin's tools are offered (connect clients, load state). Optional.
 	Start func(ctx context.Context) error
 	// Stop runs at shutdown, or when the plugin is removed. Optional.
