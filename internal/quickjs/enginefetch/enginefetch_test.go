@@ -30,7 +30,7 @@ func TestGetGood(t *testing.T) { // a verified download is returned and cached; 
 	if !bytes.Equal(b, fakeWasm) {
 		t.Fatal("wrong module bytes")
 	}
-	if n := strings.Count(logs.String(), "fetching the QuickJS engine"); n != 1 || strings.Count(logs.String(), "\n") != 1 {
+	if n := strings.Count(logs.String(), "fetching it once from the npm registry"); n != 1 || strings.Count(logs.String(), "\n") != 1 {
 		t.Fatalf("want one log line for the download, got:\n%s", logs.String())
 	}
 	cached := CachePath(o.Dir, o.Pin)
