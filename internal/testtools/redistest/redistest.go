@@ -1,5 +1,5 @@
 // Package redistest runs private redis-server instances for tests: each on a free loopback
-// port, without persistence (--save ”, --appendonly no), in a temporary directory, stopped when
+// port, without persistence (--save "", --appendonly no), in a temporary directory, stopped when
 // the tests end. A package's TestMain calls Main; its tests call Shared for the package's
 // instance or Start for one of their own (to stop, pause or restart it).
 //
