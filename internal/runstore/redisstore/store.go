@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"time"
 
@@ -110,7 +111,8 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, args ...any) ([]any, 
 	defer cancel()
 	reply, err := sc.Run(ctx, s.rdb, nil, append([]any{s.prefix}, args...)...).Slice()
 	if err != nil {
-		if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
+		var ne net.Error
+		if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout() {
 			err = fmt.Errorf("no answer within %v (%w)", s.timeout, err)
 		}
 		return nil, &runstore.StoreError{Err: err}
