@@ -6,7 +6,12 @@
 // down or stalls, callers get a *runstore.StoreError ("run store unavailable: …") in bounded
 // time, never a hang or a panic. Client-side retries are off: the scripts are not idempotent
 // (a retried Acquire would find its own lease), so a failed call is reported and the model's
-// next wait retries it.
+// next wait retries it. A call that timed out may still have run on the server; the worst it
+// leaves is a lease, which expires on its own.
+//
+// The Redis must not evict keys (maxmemory-policy noeviction, the default): an evicted lease
+// would let two waits hold one run, and an evicted index would skew the limits. With the
+// store full, Redis refuses writes and callers get a store error instead.
 package redisstore
 
 import (

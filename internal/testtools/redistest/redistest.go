@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -160,7 +161,7 @@ func (s *Server) launch() error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if ping(s.Addr()) == nil {
+		if ping(s.Addr(), cmd.Process.Pid) == nil {
 			s.cmd, s.done = cmd, done
 			return nil
 		}
@@ -177,23 +178,33 @@ func (s *Server) launch() error {
 	}
 }
 
-// ping sends PING with the inline protocol and expects +PONG.
-func ping(addr string) error {
+// ping asks the server at addr for its process id (INFO server, inline protocol) and checks it
+// is pid: a server that answers but is not ours (another one took the port) does not count.
+func ping(addr string, pid int) error {
 	c, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+	if _, err := c.Write([]byte("INFO server\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	r := bufio.NewReader(c)
+	head, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(line, "+PONG") {
-		return fmt.Errorf("unexpected reply %q", line)
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(head, "$")))
+	if !strings.HasPrefix(head, "$") || err != nil || n < 0 || n > 1<<20 {
+		return fmt.Errorf("unexpected reply %q", head)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	if !strings.Contains(string(body), "\nprocess_id:"+strconv.Itoa(pid)+"\r") {
+		return fmt.Errorf("the server on %s is not the one started (pid %d)", addr, pid)
 	}
 	return nil
 }
