@@ -84,6 +84,9 @@ func TestTampering(t *testing.T) {
 		{"empty record", func(ctx context.Context, p, id, _ string) error {
 			return rdb.HSet(ctx, p+"run:"+id, "rec", "").Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
+		{"record field deleted", func(ctx context.Context, p, id, _ string) error {
+			return rdb.HDel(ctx, p+"run:"+id, "rec").Err()
+		}, func(id, _ string) (string, bool) { return id, false }},
 		{"record copied to another run id", func(ctx context.Context, p, id, otherID string) error {
 			return rdb.Copy(ctx, p+"run:"+id, p+"run:"+otherID, 0, true).Err()
 		}, func(_, otherID string) (string, bool) { return otherID, false }},

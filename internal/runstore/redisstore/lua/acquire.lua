@@ -9,5 +9,5 @@ local cur = redis.call('HMGET', rk, 'k', 'sc', 'r', 'sess', 'rec')
 local v = check(cur, ARGV[3], ARGV[4], ARGV[5])
 if v then return {v} end
 if not redis.call('SET', P .. 'lease:' .. id, ARGV[6], 'NX', 'PX', lease) then return {'BUSY'} end
-if redis.call('PTTL', rk) < lease then touch(id, cur[4], now + lease, now) end -- never expires under its holder
-return {'OK', cur[5], cur[3]}
+if redis.call('PTTL', rk) < lease then touch(id, cur[4] or '', now + lease, now) end -- never expires under its holder
+return {'OK', cur[5] or '', cur[3] or ''}
