@@ -23,9 +23,11 @@ build: wasm
 serve: build
 	$(BIN) serve
 
-# npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm).
+# npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
+# and redis-server (Debian's package, when root) for the shared run-store tests.
 testdeps:
 	scripts/install-test-servers.sh
+	scripts/install-redis.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

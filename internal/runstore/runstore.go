@@ -159,12 +159,13 @@ func (s *Store) Remove(e *Entry) {
 func (s *Store) Cancel(id string) bool {
 	s.mu.Lock()
 	e, ok := s.runs[id]
+	idle := ok && !e.busy // read under the lock: Release writes busy
 	if ok {
 		delete(s.runs, id)
 		s.cancelled[id] = s.now()
 	}
 	s.mu.Unlock()
-	if ok && !e.busy {
+	if idle {
 		e.Value.Close()
 	}
 	return ok
@@ -174,20 +175,22 @@ func (s *Store) Cancel(id string) bool {
 func (s *Store) CancelSession(sessionKey string) int {
 	s.mu.Lock()
 	var drop []*Entry
+	n := 0
 	for id, e := range s.runs {
 		if e.Scope.SessionKey == sessionKey {
 			delete(s.runs, id)
 			s.cancelled[id] = s.now()
-			drop = append(drop, e)
+			n++
+			if !e.busy { // a busy run is closed by its wait's Release
+				drop = append(drop, e)
+			}
 		}
 	}
 	s.mu.Unlock()
 	for _, e := range drop {
-		if !e.busy {
-			e.Value.Close()
-		}
+		e.Value.Close()
 	}
-	return len(drop)
+	return n
 }
 
 // Len is the number of suspended runs.
@@ -212,16 +215,19 @@ func (s *Store) Bytes() int {
 func (s *Store) Close() {
 	s.mu.Lock()
 	s.closed = true
-	runs := s.runs
+	var drop []*Entry
+	for _, e := range s.runs {
+		if !e.busy {
+			drop = append(drop, e)
+		}
+	}
 	s.runs = map[string]*Entry{}
 	if s.timer != nil {
 		s.timer.Stop()
 	}
 	s.mu.Unlock()
-	for _, e := range runs {
-		if !e.busy {
-			e.Value.Close()
-		}
+	for _, e := range drop {
+		e.Value.Close()
 	}
 }
 

@@ -1,0 +1,201 @@
+package runstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// A durable record is a suspended run as data: the process that suspended it can be gone, and
+// another process with the same configuration (module, prelude, catalog, store key) resumes it.
+// Store (the in-process map of live runs) and Durable (records) are separate on purpose: a live
+// run owns goroutines and a VM template, a record owns only bytes.
+
+// Record is everything another process with the same configuration needs to resume a run.
+type Record struct {
+	// Scope is the agent, session and run that made the record. It is checked on every access
+	// and never changes for the life of the run (Release keeps the stored one).
+	Scope api.RunContext
+	// Snapshot is the compressed VM image, opaque here.
+	Snapshot []byte
+	// State is the host-side state of the run (pending-call table and the like), opaque here.
+	State []byte
+}
+
+// Size is what a record counts against the byte limits before any encoding by the backend.
+func (r Record) Size() int { return len(r.Snapshot) + len(r.State) }
+
+// Lease is one holder's exclusive hold on a run between Acquire and Release or Delete. It
+// expires on its own, so a holder that dies does not block the run for longer than the lease;
+// a holder that outlives its lease finds out at Release (ErrLeaseLost) and cannot overwrite the
+// newer holder's record.
+type Lease struct {
+	RunID  string
+	Holder string // who holds it (a process or replica name), for diagnostics
+	Token  string // random per Acquire; the store compares it before any write
+	// Scope is the run's stored scope, as decrypted from the record.
+	Scope api.RunContext
+}
+
+// Durable stores suspended runs as records that any process sharing the store can resume
+// (W1–W7 across a fleet). Every method honours ctx and returns one of this package's errors, or
+// a *StoreError when the backend cannot be reached. Implementations are safe for concurrent use.
+type Durable interface {
+	// Put stores a new run, or replaces the record of a run nobody holds (the same scope only).
+	// It enforces the limits: ErrTooMany, ErrTooManyBytes, ErrRecordTooLarge. Every key of the
+	// run expires after ttl.
+	Put(ctx context.Context, id string, rec Record, ttl time.Duration) error
+	// Acquire takes a run for one wait, fleet-wide: it checks scope (W3) and grants a lease for
+	// lease. A second Acquire before Release, Delete or the lease's expiry fails with ErrBusy.
+	Acquire(ctx context.Context, id string, scope api.RunContext, holder string, lease time.Duration) (Record, Lease, error)
+	// Release ends a wait that suspended the run again: it stores rec when non-nil (its Scope is
+	// ignored), deletes the results named in delivered (they are inside rec's snapshot now),
+	// restarts the run's ttl and drops the lease. On ErrTooManyBytes or ErrRecordTooLarge the
+	// lease is still held and the old record kept; the caller fails the run and calls Delete.
+	Release(ctx context.Context, l Lease, rec *Record, delivered []string, ttl time.Duration) error
+	// Delete ends a run that reached a terminal state (W4): record, results and lease are gone.
+	// A run already gone (cancelled, expired) is not an error; a lost lease is.
+	Delete(ctx context.Context, l Lease) error
+	// Cancel drops one run (W7) and reports whether it existed. A holder's Release then fails
+	// with ErrCancelled, and so do later Acquires (for the run's ttl).
+	Cancel(ctx context.Context, id string) (bool, error)
+	// CancelSession drops every run of a session (session end, W7) and returns how many.
+	CancelSession(ctx context.Context, sessionKey string) (int, error)
+	// AddResult records the result of a call that completed while the run was suspended. It is
+	// written by the process that ran the call (scope is the run's, checked like Acquire) and
+	// read by whichever process resumes the run. A second result for the same call replaces it.
+	AddResult(ctx context.Context, id string, scope api.RunContext, callID string, result []byte) error
+	// Results returns the results stored for the held run, by call id.
+	Results(ctx context.Context, l Lease) (map[string][]byte, error)
+	// Heartbeat says owner still holds live calls for the run, for ttl. It fails with
+	// ErrCancelled or ErrUnavailable when the run is gone, so the owner can stop those calls.
+	Heartbeat(ctx context.Context, id, owner string, ttl time.Duration) error
+	// OwnerAlive reports whether owner's heartbeat for the run is current: a resumer decides
+	// which pending calls died with their process.
+	OwnerAlive(ctx context.Context, id, owner string) (bool, error)
+	// Usage is the number of live runs and the bytes they count against the limits.
+	Usage(ctx context.Context) (Usage, error)
+	// Close releases the client's resources; stored runs stay for the other processes.
+	Close() error
+}
+
+// Usage is a durable store's accounting.
+type Usage struct {
+	Runs  int
+	Bytes int64
+}
+
+// Limits bound a durable store. Zero fields take the defaults; for a shared store they are
+// fleet-wide figures, enforced atomically by the store.
+type Limits struct {
+	Runs         int   // suspended runs in the store (default MaxSuspended, the seed's W5 figure)
+	SessionRuns  int   // suspended runs of one session key (default 32)
+	Bytes        int64 // bytes of records and results in the store (default 640 MiB)
+	SessionBytes int64 // bytes of one session's runs (default 320 MiB)
+	RecordBytes  int   // one record: snapshot + state (default 16 MiB; maxSnapshotBytes caps the snapshot first)
+	Results      int   // stored results per run (default 1024)
+	ResultBytes  int   // one result (default 16 MiB)
+}
+
+// Defaults of Limits.
+const (
+	DefaultSessionRuns  = 32
+	DefaultBytes        = 640 << 20
+	DefaultSessionBytes = 320 << 20
+	DefaultRecordBytes  = 16 << 20
+	DefaultResults      = 1024
+	DefaultResultBytes  = 16 << 20
+)
+
+// WithDefaults fills zero fields.
+func (l Limits) WithDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def64 := func(v *int64, d int64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.Runs, MaxSuspended)
+	def(&l.SessionRuns, DefaultSessionRuns)
+	def64(&l.Bytes, DefaultBytes)
+	def64(&l.SessionBytes, DefaultSessionBytes)
+	def(&l.RecordBytes, DefaultRecordBytes)
+	def(&l.Results, DefaultResults)
+	def(&l.ResultBytes, DefaultResultBytes)
+	return l
+}
+
+// Errors of durable stores, besides the ones Store shares with them (ErrUnavailable,
+// ErrWrongSession, ErrWrongRun, ErrBusy, ErrCancelled, ErrTooMany). All map to invalid_input
+// except ErrTampered, ErrWrongKey and *StoreError, which are the operator's to fix.
+const (
+	ErrTooManyBytes   Error = "suspended code mode runs exceed the run store's byte limit."
+	ErrRecordTooLarge Error = "code mode run record is larger than the run store allows."
+	ErrResultTooLarge Error = "code mode call result is larger than the run store allows."
+	ErrTooManyResults Error = "too many stored results for this code mode run."
+	ErrLeaseLost      Error = "the wait lost its hold on the code mode run (its lease expired); another wait may have taken it."
+	ErrTampered       Error = "code mode run record failed authentication (tampered or moved to another scope)."
+	ErrWrongKey       Error = "code mode run record was sealed with a different run store key (every replica needs the same key)."
+	ErrInvalidID      Error = "code mode run id, call id, holder or owner is empty or too long."
+)
+
+// StoreError is a backend failure (network, server, timeout): the run may be fine, the store is
+// not reachable.
+type StoreError struct{ Err error }
+
+func (e *StoreError) Error() string { return "run store unavailable: " + e.Err.Error() }
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// IsStoreError reports whether err is a backend failure rather than a verdict about the run.
+func IsStoreError(err error) bool {
+	var se *StoreError
+	return errors.As(err, &se)
+}
+
+// MaxNameBytes bounds run ids, call ids, holders and owners: they become parts of keys.
+const MaxNameBytes = 256
+
+// CheckName validates an id-like argument.
+func CheckName(s string) error {
+	if s == "" || len(s) > MaxNameBytes {
+		return ErrInvalidID
+	}
+	return nil
+}
+
+// CheckDuration validates a ttl or lease: a store rounds it to milliseconds, so it must be at
+// least one.
+func CheckDuration(what string, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("run store: %s must be at least 1ms, got %v", what, d)
+	}
+	return nil
+}
+
+// CheckScope applies W3's rule to a caller's scope against a run's stored scope: agent, session
+// key and session id must match; run ids must match when both are known.
+func CheckScope(stored, caller api.RunContext) error {
+	if stored.AgentID != caller.AgentID || stored.SessionKey != caller.SessionKey || stored.SessionID != caller.SessionID {
+		return ErrWrongSession
+	}
+	if stored.RunID != "" && caller.RunID != "" && stored.RunID != caller.RunID {
+		return ErrWrongRun
+	}
+	return nil
+}
+
+// NewToken returns a random lease token (128 bits).
+func NewToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

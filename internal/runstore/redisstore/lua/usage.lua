@@ -1,0 +1,3 @@
+-- usage: returns {'OK', live runs, bytes}.
+sweep(now_ms())
+return {'OK', redis.call('ZCARD', IDX), tonumber(redis.call('GET', BYTES) or '0')}
