@@ -21,7 +21,8 @@ func TypeScriptUsed() bool { return tsUsed.Load() }
 // module resolution) and maps positions back through esbuild's source map.
 func prepareTypeScript(code string) (*Program, error) {
 	tsUsed.Store(true)
-	wrapped := wrapperHead + code + wrapperTail
+	body, lifted, imports := liftImports(code)
+	wrapped := lifted + wrapperHead + body + wrapperTail
 	res := api.Transform(wrapped, api.TransformOptions{
 		Loader:     api.LoaderTS,
 		Target:     api.ESNext,
@@ -36,6 +37,14 @@ func prepareTypeScript(code string) (*Program, error) {
 	// closing line maps to the end of the code, as for JavaScript.
 	toCode := func(l, c int) (int, int, bool) {
 		switch {
+		case l == 1:
+			// A declaration lifted onto the wrapper's first line: its original place.
+			for _, im := range imports {
+				if c >= im.from && c < im.to {
+					return im.line, im.col, true
+				}
+			}
+			return 0, 0, false
 		case l < 2:
 			return 0, 0, false
 		case l > lines+1:
