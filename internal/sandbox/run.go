@@ -186,7 +186,7 @@ func (r *Run) begin(vm *quickjs.VM) (Outcome, bool) {
 		if errors.Is(err, quickjs.ErrPendingException) && !r.stopped(vm) {
 			// A syntax error: the cell never ran, so this is bad input (Z1).
 			exc := vm.TakeException()
-			msg := r.describe(vm, exc)
+			msg := r.describeSyntax(vm, exc)
 			vm.Free(exc)
 			if r.overran() {
 				return r.timeoutFailure(), false

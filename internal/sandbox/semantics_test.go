@@ -282,3 +282,29 @@ func TestCompletesJustInTime(t *testing.T) {
 	var v any
 	_ = json.Unmarshal(o.Value, &v)
 }
+
+// TestSyntaxErrorsPointAtTheCell is issue 14 item 4: a syntax error points at the model's code,
+// never at the wrapper's `}` or `)`.
+func TestSyntaxErrorsPointAtTheCell(t *testing.T) {
+	cases := []struct{ code, want string }{
+		{"return (1 +", `SyntaxError: unexpected end of the code: the "(" at line 1:8 is never closed (line 1:12)`},
+		{"const x = {", `SyntaxError: unexpected end of the code: the "{" at line 1:11 is never closed (line 1:12)`},
+		{"foo(1, 2", `SyntaxError: unexpected end of the code: the "(" at line 1:4 is never closed (line 1:9)`},
+		{"if (x) {\n  return 1", `SyntaxError: unexpected end of the code: the "{" at line 1:8 is never closed (line 2:11)`},
+		{"return 1 +", `SyntaxError: unexpected end of the code: something is missing after "+" (line 1:11)`},
+		{"const f = () =>", `SyntaxError: unexpected end of the code: something is missing after "=>" (line 1:16)`},
+		{"class A {", `SyntaxError: unexpected end of the code: the "{" at line 1:9 is never closed (line 1:10)`},
+		{"return 1 }", `SyntaxError: unexpected "}": it closes nothing the cell opened (a cell is the body of an async function: do not close it) (line 1:10)`},
+		// Errors inside the code keep the engine's own message and position.
+		{"let x = ;", `SyntaxError: unexpected token in expression: ';' (line 1:9)`},
+		{"\nreturn 'abc", `SyntaxError: unexpected end of string (line 2:8)`},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			o := exec(t, c.code)
+			if o.Status != StatusFailed || o.Code != CodeInvalidInput || o.Error != c.want {
+				t.Fatalf("got %s %s %q, want invalid_input %q", o.Status, o.Code, o.Error, c.want)
+			}
+		})
+	}
+}

@@ -80,7 +80,11 @@ func TestTypeScriptSyntaxErrors(t *testing.T) {
 		{"after non-ASCII", "const é = 'ü'; let y: = 2", `Unexpected "="`, 1, 23},
 		{"after astral", "const s = '😀'; let y: = 2", `Unexpected "="`, 1, 24},
 		// An error at the wrapper's closing line is reported at the end of the code.
-		{"unclosed block", "if (x) {\n  return 1", "", 2, 11},
+		{"unclosed block", "if (x) {\n  return 1", `the "{" at line 1:8 is never closed`, 2, 11},
+		// Issue 14 item 4: never the wrapper's "}" or ")".
+		{"unclosed paren", "return (1 +", `unexpected end of the code: the "(" at line 1:8 is never closed`, 1, 12},
+		{"dangling operator", "const n: number = 1 +", `something is missing after "+"`, 1, 22},
+		{"closes the cell", "return 1 }", `unexpected "}": it closes nothing the cell opened`, 1, 10},
 		{"unterminated string", "return 'abc", "Unterminated string", 1, 12},
 		{"unterminated template", "return `abc", "", 2, 0},
 	}
