@@ -293,21 +293,37 @@ func (r *Run) makeGuestErrorValue(vm *quickjs.VM, ce *CallError) (quickjs.Value,
 
 var cellFrame = regexp.MustCompile(`cell\.js:(\d+):(\d+)`)
 
-// describe formats a thrown value as "Name: message (line L:C)" with the position mapped into
-// the model's own code.
-func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
+// thrown is a thrown value described as plain data by the prelude.
+type thrown struct {
+	Name, Message, Stack, Code string
+	line, col                  int // first frame in the evaluated program, 0 when none
+}
+
+// describeThrown asks the prelude to describe a thrown value; ok is false when that failed.
+func (r *Run) describeThrown(vm *quickjs.VM, reason quickjs.Value) (thrown, bool) {
+	var d thrown
 	s, err := vm.Call(r.eng.fns.DescribeError, quickjs.Undefined, reason)
 	if err != nil {
 		vm.Free(vm.TakeException())
-		return "Uncaught exception"
+		return d, false
 	}
 	defer vm.Free(s)
 	text, err := vm.ToString(s, 64<<10)
-	if err != nil {
-		return "Uncaught exception"
+	if err != nil || json.Unmarshal([]byte(text), &d) != nil {
+		return d, false
 	}
-	var d struct{ Name, Message, Stack, Code string }
-	if json.Unmarshal([]byte(text), &d) != nil {
+	if m := cellFrame.FindStringSubmatch(d.Stack); m != nil {
+		d.line, _ = strconv.Atoi(m[1])
+		d.col, _ = strconv.Atoi(m[2])
+	}
+	return d, true
+}
+
+// describe formats a thrown value as "Name: message (line L:C)" with the position mapped into
+// the model's own code.
+func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
+	d, ok := r.describeThrown(vm, reason)
+	if !ok {
 		return "Uncaught exception"
 	}
 	var b strings.Builder
@@ -322,12 +338,22 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 	if d.Code != "" {
 		b.WriteString(" [" + d.Code + "]")
 	}
-	if m := cellFrame.FindStringSubmatch(d.Stack); m != nil && r.program != nil {
-		line, _ := strconv.Atoi(m[1])
-		col, _ := strconv.Atoi(m[2])
-		if l, c, ok := r.program.MapPosition(line, col); ok {
+	if d.line > 0 && r.program != nil {
+		if l, c, ok := r.program.MapPosition(d.line, d.col); ok {
 			fmt.Fprintf(&b, " (line %d:%d)", l, c)
 		}
 	}
 	return b.String()
+}
+
+// describeSyntax formats the syntax error of a cell that did not compile. An error in the
+// wrapper's closing line is about our `})`, not the model's code: it is replaced by what the model
+// can fix (a bracket never closed, an operator with nothing after it), at a position in its code.
+func (r *Run) describeSyntax(vm *quickjs.VM, exc quickjs.Value) string {
+	if d, ok := r.describeThrown(vm, exc); ok && d.line > 0 && r.program != nil {
+		if e, ok := r.program.EndsEarly(d.line, d.col); ok {
+			return fmt.Sprintf("SyntaxError: %s (line %d:%d)", e.Msg, e.Line, e.Column)
+		}
+	}
+	return r.describe(vm, exc)
 }

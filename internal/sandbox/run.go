@@ -118,12 +118,16 @@ type Run struct {
 	running    int // async calls holding a concurrency slot
 
 	// VM-goroutine state (exec/wait are serialised by the caller).
-	maxPending  int
-	calls       map[int64]*call
-	queue       []*call
-	nextID      int64
-	main        quickjs.Value // the cell's promise
-	snapshot    []byte        // compressed VM image while suspended
+	maxPending int
+	calls      map[int64]*call
+	queue      []*call
+	nextID     int64
+	main       quickjs.Value // the cell's promise
+	// bodyDone is set once the cell's body settled with a value; value is that value as JSON.
+	// The run goes on until no work is pending (X7) and then completes with it.
+	bodyDone    bool
+	value       []byte
+	snapshot    []byte // compressed VM image while suspended
 	maxSnapshot int
 	yieldAsked  bool
 	yielded     *call // the yield_control call to resolve on resume
@@ -182,8 +186,11 @@ func (r *Run) begin(vm *quickjs.VM) (Outcome, bool) {
 		if errors.Is(err, quickjs.ErrPendingException) && !r.stopped(vm) {
 			// A syntax error: the cell never ran, so this is bad input (Z1).
 			exc := vm.TakeException()
-			msg := r.describe(vm, exc)
+			msg := r.describeSyntax(vm, exc)
 			vm.Free(exc)
+			if r.overran() {
+				return r.timeoutFailure(), false
+			}
 			return r.fail(CodeInvalidInput, msg), false
 		}
 		return r.vmFailure(vm, err), false
@@ -194,6 +201,11 @@ func (r *Run) begin(vm *quickjs.VM) (Outcome, bool) {
 		return r.vmFailure(vm, err), false
 	}
 	r.main = p
+	if r.overran() {
+		// The body's synchronous part ran past the deadline (and swallowed the interrupt, or
+		// never reached an interrupt check): still a timeout (R2).
+		return r.timeoutFailure(), false
+	}
 	return Outcome{}, true
 }
 
@@ -202,7 +214,13 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 	r.deadline = time.Now().Add(timeout)
 	r.interrupts = false
 	vm.Interrupt = func() bool {
-		if r.abortCode != "" || time.Now().After(r.deadline) || r.ctx.Err() != nil {
+		if r.abortCode != "" {
+			return true
+		}
+		if time.Now().After(r.deadline) || r.ctx.Err() != nil {
+			// Recorded before the guest sees it: whatever the guest (or an engine callback such
+			// as Error.prepareStackTrace, which QuickJS-NG lets swallow it) does with the
+			// interrupt, this VM has timed out.
 			r.interrupts = true
 			return true
 		}
@@ -218,30 +236,57 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 	return func() { t.Stop() }
 }
 
-// drive runs jobs and delivers completions until the cell settles, the deadline passes or the
-// guest yields.
+// overran reports whether guest code ran past this VM's deadline: the interrupt fired, or the
+// clock is past the deadline when the cell's body returns or fails. It makes the host decide by
+// the clock, not by whether the guest caught or swallowed the interrupt: a cell that returns
+// after its deadline has still timed out (R1–R3).
+func (r *Run) overran() bool {
+	return r.interrupts || time.Now().After(r.deadline)
+}
+
+// drive runs jobs and delivers completions until the cell is done, the deadline passes or the
+// guest yields. The cell is done when its body settled and nothing is pending any more — no
+// job, timer or nested call (X7): work a cell started without awaiting it still runs, within
+// the deadline, and pending work at the deadline suspends the run like an awaited call.
 func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 	deadline := time.NewTimer(time.Until(r.deadline))
 	defer deadline.Stop()
 	for {
-		if err := r.runJobs(vm); err != nil {
+		ran, err := r.runJobs(vm)
+		if err != nil {
 			return r.vmFailure(vm, err)
 		}
 		if r.abortCode != "" {
 			return r.fail(r.abortCode, r.abortMsg)
 		}
-		switch vm.PromiseState(r.main) {
-		case quickjs.PromiseFulfilled:
-			return r.complete(vm)
-		case quickjs.PromiseRejected:
-			reason := vm.PromiseResult(r.main)
-			msg := r.describe(vm, reason)
-			vm.Free(reason)
-			if r.stopped(vm) {
-				// Describing the error ran guest code (a getter, a toString) that hit the deadline.
+		if r.interrupts {
+			return r.timeoutFailure()
+		}
+		// A job that crossed the deadline by less than an interrupt check is not a timeout by
+		// itself (a timer chain suspends at its deadline), but a cell does not complete late.
+		late := ran && time.Now().After(r.deadline)
+		if !r.bodyDone {
+			switch vm.PromiseState(r.main) {
+			case quickjs.PromiseFulfilled:
+				if o, ok := r.takeValue(vm); !ok {
+					return o
+				}
+			case quickjs.PromiseRejected:
+				reason := vm.PromiseResult(r.main)
+				msg := r.describe(vm, reason)
+				vm.Free(reason)
+				if r.stopped(vm) || r.overran() {
+					// Describing the error ran guest code (a getter, a toString) past the deadline.
+					return r.timeoutFailure()
+				}
+				return r.guestFailure(msg)
+			}
+		}
+		if r.bodyDone && len(r.calls) == 0 {
+			if late {
 				return r.timeoutFailure()
 			}
-			return r.guestFailure(msg)
+			return r.complete()
 		}
 		if time.Now().After(r.deadline) {
 			return r.suspend(vm, ReasonPendingTools)
@@ -256,6 +301,9 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		}
 		r.resumed = false
 		if r.deliverReady(vm) > 0 {
+			if vm.Dead() != nil {
+				return r.vmFailure(vm, vm.Dead())
+			}
 			continue
 		}
 		if len(r.calls) == 0 {
@@ -302,23 +350,28 @@ func (r *Run) runningCalls() int {
 	return r.running
 }
 
-// runJobs drains the QuickJS job queue.
-func (r *Run) runJobs(vm *quickjs.VM) error {
+// runJobs drains the QuickJS job queue and reports whether any job ran.
+func (r *Run) runJobs(vm *quickjs.VM) (bool, error) {
+	ran := false
 	for {
 		n, err := vm.ExecutePendingJob()
 		if err != nil {
-			return err
+			return ran, err
 		}
 		if n == 0 {
-			return nil
+			return ran, nil
 		}
+		ran = true
 		if n < 0 {
-			return quickjs.ErrPendingException
+			return ran, quickjs.ErrPendingException
 		}
 	}
 }
 
-func (r *Run) complete(vm *quickjs.VM) Outcome {
+// takeValue converts the settled body's value to JSON as the body returned it (X7: the final
+// value is the body's value, whatever pending work does afterwards). The value counts against
+// maxOutputBytes of the result that will carry it.
+func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 	val := vm.PromiseResult(r.main)
 	defer vm.Free(val)
 	s, err := vm.Call(r.eng.fns.Encode, quickjs.Undefined, val)
@@ -327,25 +380,37 @@ func (r *Run) complete(vm *quickjs.VM) Outcome {
 			exc := vm.TakeException()
 			msg := r.describe(vm, exc)
 			vm.Free(exc)
-			if r.stopped(vm) {
-				return r.timeoutFailure()
+			if r.stopped(vm) || r.overran() {
+				return r.timeoutFailure(), false
 			}
-			return r.fail("", "the return value cannot be converted to JSON: "+msg)
+			return r.fail("", "the return value cannot be converted to JSON: "+msg), false
 		}
-		return r.vmFailure(vm, err)
+		return r.vmFailure(vm, err), false
 	}
 	defer vm.Free(s)
+	if r.overran() {
+		// toJSON, a getter or a Proxy trap on the value ran past the deadline.
+		return r.timeoutFailure(), false
+	}
 	budget := r.maxOut - r.outBytes
 	text, err := vm.ToString(s, max(budget, 0))
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
-			return r.fail(CodeOutputLimit, fmt.Sprintf("output limit exceeded: the return value is %d bytes and %d of maxOutputBytes (%d) remain", tl.Len, max(budget, 0), r.maxOut))
+			return r.fail(CodeOutputLimit, fmt.Sprintf("output limit exceeded: the return value is %d bytes and %d of maxOutputBytes (%d) remain", tl.Len, max(budget, 0), r.maxOut)), false
 		}
-		return r.vmFailure(vm, err)
+		return r.vmFailure(vm, err), false
 	}
+	r.bodyDone = true
+	r.value = []byte(text)
+	r.outBytes += len(text)
+	return Outcome{}, true
+}
+
+// complete ends the run with the body's value: nothing is pending any more.
+func (r *Run) complete() Outcome {
 	r.end()
-	return Outcome{Status: StatusCompleted, Value: json.RawMessage(text), Output: r.takeOutput()}
+	return Outcome{Status: StatusCompleted, Value: json.RawMessage(r.value), Output: r.takeOutput()}
 }
 
 func (r *Run) fail(code, msg string) Outcome {
@@ -355,9 +420,32 @@ func (r *Run) fail(code, msg string) Outcome {
 
 func (r *Run) timeoutFailure() Outcome {
 	if r.ctx.Err() != nil {
-		return r.fail(CodeTimeout, "code mode run was cancelled")
+		return r.fail(CodeTimeout, "code mode run was cancelled"+r.cancelledNote())
 	}
-	return r.fail(CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)")
+	return r.fail(CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)"+r.cancelledNote())
+}
+
+// cancelledNote tells the model which pending work a failure cancels: a call the cell started
+// without awaiting it may or may not have reached its tool.
+func (r *Run) cancelledNote() string {
+	pending := r.PendingInfo()
+	if len(pending) == 0 {
+		return ""
+	}
+	const show = 5
+	names := make([]string, 0, show)
+	for i, p := range pending {
+		if i == show {
+			names = append(names, "…")
+			break
+		}
+		names = append(names, p.Tool)
+	}
+	what := "1 pending call was"
+	if len(pending) > 1 {
+		what = fmt.Sprintf("%d pending calls were", len(pending))
+	}
+	return fmt.Sprintf(" (%s cancelled: %s)", what, strings.Join(names, ", "))
 }
 
 // vmFailure classifies an error from the VM: interrupt, hard kill, memory limit, guest exception.
@@ -365,7 +453,7 @@ func (r *Run) vmFailure(vm *quickjs.VM, err error) Outcome {
 	switch {
 	case r.abortCode != "":
 		return r.fail(r.abortCode, r.abortMsg)
-	case vm.Killed() || r.interrupts && !errors.Is(err, quickjs.ErrPendingException):
+	case vm.Killed() || r.interrupts:
 		return r.timeoutFailure()
 	case errors.Is(err, quickjs.ErrKilled):
 		return r.fail(CodeRuntimeUnavailable, "the QuickJS VM stopped abnormally: "+err.Error())
@@ -376,7 +464,7 @@ func (r *Run) vmFailure(vm *quickjs.VM, err error) Outcome {
 			return r.timeoutFailure()
 		}
 		msg := r.describe(vm, exc)
-		if r.stopped(vm) {
+		if r.stopped(vm) || r.overran() {
 			return r.timeoutFailure()
 		}
 		return r.guestFailure(msg)
@@ -394,9 +482,9 @@ func (r *Run) stopped(vm *quickjs.VM) bool {
 // (R3): QuickJS makes it uncatchable, and the VM is discarded with the run.
 func (r *Run) guestFailure(msg string) Outcome {
 	if strings.HasPrefix(msg, "InternalError: out of memory") {
-		return r.fail("", fmt.Sprintf("memory limit exceeded: the cell needed more than memoryLimitBytes (%d bytes)", r.memLimit))
+		return r.fail("", fmt.Sprintf("memory limit exceeded: the cell needed more than memoryLimitBytes (%d bytes)", r.memLimit)+r.cancelledNote())
 	}
-	return r.fail("", msg)
+	return r.fail("", msg+r.cancelledNote())
 }
 
 func (r *Run) takeOutput() []api.Output {

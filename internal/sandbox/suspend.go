@@ -32,8 +32,14 @@ func (r *Run) suspend(vm *quickjs.VM, reason string) Outcome {
 // Suspended reports whether the run holds a snapshot waiting for Resume.
 func (r *Run) Suspended() bool { return r.snapshot != nil && !r.ended }
 
-// SnapshotBytes is the stored (compressed) snapshot size, 0 when not suspended.
-func (r *Run) SnapshotBytes() int { return len(r.snapshot) }
+// SnapshotBytes is what the suspended run holds: the compressed snapshot plus the body's value
+// when the body already returned (0 when not suspended).
+func (r *Run) SnapshotBytes() int {
+	if r.snapshot == nil {
+		return 0
+	}
+	return len(r.snapshot) + len(r.value)
+}
 
 // PendingInfo lists the nested calls still outstanding, oldest first.
 func (r *Run) PendingInfo() []api.PendingToolCall {
@@ -100,7 +106,8 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 	defer vm.Close()
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
-	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, 0, lim.MemoryLimit
+	// The body's value, if it already settled, is part of the result this wait may return.
+	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, len(r.value), lim.MemoryLimit
 	r.resumed = true
 	if y := r.yielded; y != nil {
 		r.yielded = nil

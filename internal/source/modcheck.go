@@ -13,15 +13,20 @@ import (
 // Module access (X4) is refused before anything runs, from a real parse of the program: the same
 // words inside strings, comments, template literals or regular expressions are just text.
 //
-// Refused: dynamic import(), import.meta, static import/export declarations (never valid inside the
-// cell's function body) and references to an unbound `require` (a cell may declare its own
-// `require` and call it). The sandbox is the actual boundary — it has no module loader, so import()
-// would reject at run time anyway — but a clear early error saves the model a turn.
+// Refused is module *loading*, not the mention of a word: dynamic import(), import.meta, static
+// import/export declarations (never valid inside the cell's function body; TypeScript's
+// type-only imports are erased before this check, see typescript.go) and calls of an unbound
+// `require` — `require(…)`, `require?.(…)`, `new require(…)`, require`…`, also through parentheses,
+// a comma or a conditional. `typeof require`, a cell's own `require`, `obj.require` and
+// `{require: 1}` are fine: the guest has no `require`, so they are undefined or the cell's own.
+// The sandbox is the actual boundary — it has no module loader, so import() would reject at run
+// time anyway — but a clear early error saves the model a turn.
 //
 // When the parser cannot handle the program (syntax it does not know, or a real syntax error),
-// a token scan with the same lexer decides conservatively: any `import` keyword or `require`
-// identifier outside strings, comments and regular expressions is refused; otherwise QuickJS
-// compiles the program and reports its own syntax errors.
+// a token scan with the same lexer decides conservatively: any `import` keyword, or a `require`
+// identifier followed by `(`, `?.` or a template, outside strings, comments, regular expressions
+// and member names, is refused; otherwise QuickJS compiles the program and reports its own
+// syntax errors.
 
 const (
 	msgImport  = "exec: import is not available in code mode: cells cannot load modules; use the tools, MCP and API globals instead"
@@ -60,18 +65,20 @@ func (v *moduleVisitor) Enter(n js.INode) js.IVisitor {
 		if lit, ok := x.X.(*js.LiteralExpr); ok && lit.TokenType == js.ImportToken {
 			v.hit(lit.Data, "import")
 		}
+		v.callee(x.X)
+	case *js.NewExpr:
+		v.callee(x.X)
+	case *js.TemplateExpr:
+		if x.Tag != nil {
+			v.callee(x.Tag)
+		}
 	case *js.ImportMetaExpr:
 		v.importMeta = true
 	case *js.ImportStmt, *js.ExportStmt:
 		v.moduleStmt = true
 	case *js.Var:
-		if x.Decl == js.NoDecl {
-			switch {
-			case identIs(x.Data, "require"):
-				v.hit(x.Data, "require")
-			case identIs(x.Data, "import"): // an escaped keyword such as \u0069mport
-				v.hit(x.Data, "import")
-			}
+		if unbound(x) && identIs(x.Data, "import") { // an escaped keyword such as \u0069mport
+			v.hit(x.Data, "import")
 		}
 	case *js.ClassElementName:
 		// js.Walk does not descend into class element names: walk computed keys
@@ -82,6 +89,44 @@ func (v *moduleVisitor) Enter(n js.INode) js.IVisitor {
 }
 
 func (v *moduleVisitor) Exit(js.INode) {}
+
+// unbound reports whether a name refers to no declaration of the cell. The parser links a name
+// it first read as a possible arrow parameter (`(0, require)`) to its declaration through Link.
+func unbound(x *js.Var) bool {
+	for i := 0; x.Link != nil && i < 64; i++ {
+		x = x.Link
+	}
+	return x.Decl == js.NoDecl
+}
+
+// callee flags an unbound `require` in the position of the function a call, `new` or tagged
+// template invokes: directly, in parentheses, as the last operand of a comma, or as either
+// branch of a conditional or logical operator (`(0, require)(…)`, `(c ? require : f)(…)`).
+func (v *moduleVisitor) callee(e js.IExpr) {
+	switch x := e.(type) {
+	case *js.Var:
+		if unbound(x) && identIs(x.Data, "require") {
+			v.hit(x.Data, "require")
+		}
+	case *js.GroupExpr:
+		v.callee(x.X)
+	case *js.CommaExpr:
+		if len(x.List) > 0 {
+			v.callee(x.List[len(x.List)-1])
+		}
+	case *js.CondExpr:
+		v.callee(x.X)
+		v.callee(x.Y)
+	case *js.BinaryExpr:
+		switch x.Op {
+		case js.OrToken, js.AndToken, js.NullishToken:
+			v.callee(x.X)
+			v.callee(x.Y)
+		case js.CommaToken:
+			v.callee(x.Y)
+		}
+	}
+}
 
 func checkModuleAccess(program string, lineOffset int) error {
 	in := parse.NewInputString(program)
@@ -149,11 +194,22 @@ func wrapsCell(ast *js.AST) bool {
 }
 
 // scanModuleTokens is the fallback when the parser cannot handle the program: any import or
-// export keyword, or an identifier reading `require` (or an escaped `import`), outside strings,
-// comments, regular expressions and member names (`x.import`) is refused.
+// export keyword (or an escaped `import`), and a `require` identifier followed by `(`, `?.` or a
+// template, outside strings, comments, regular expressions and member names (`x.import`) is
+// refused. Without a parse a cell's own `require` function cannot be told from the global one,
+// so a call of it is refused too; its declaration (`function require(`) is not.
 func scanModuleTokens(program string, lineOffset int) error {
 	word, at := "", -1
+	requireAt := -1 // a `require` waiting for the token after it
 	eachToken(parse.NewInputString(program), func(tt js.TokenType, text []byte, offset int, prev js.TokenType) bool {
+		if requireAt >= 0 {
+			switch tt {
+			case js.OpenParenToken, js.OptChainToken, js.TemplateToken, js.TemplateStartToken:
+				word, at = "require", requireAt
+				return false
+			}
+			requireAt = -1
+		}
 		if afterDot(prev) {
 			return true
 		}
@@ -161,7 +217,10 @@ func scanModuleTokens(program string, lineOffset int) error {
 		case tt == js.ImportToken || tt == js.ExportToken:
 			word = string(text)
 		case tt == js.IdentifierToken && identIs(text, "require"):
-			word = "require"
+			if prev != js.FunctionToken {
+				requireAt = offset
+			}
+			return true
 		case tt == js.IdentifierToken && identIs(text, "import"):
 			word = "import"
 		default:

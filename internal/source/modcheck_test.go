@@ -23,16 +23,18 @@ var moduleRejects = []struct {
 	{"export default", "export default 1", "export", 1, 1},
 	{"export list", "const x = 1\nexport { x }", "export", 2, 1},
 	{"require call", "require('fs')", "require", 1, 1},
-	{"require aliased", "const r = require; r('x')", "require", 1, 11},
-	{"require stored", "globalThis.x = require", "require", 1, 16},
-	{"typeof require", "typeof require", "require", 1, 8},
-	{"require returned", "return require", "require", 1, 8},
 	{"require in nested function", "function f() {\n  return require('x')\n}", "require", 2, 10},
 	{"require in arrow default", "const f = (m = require('x')) => m", "require", 1, 16},
 	{"require in template expression", "return `${require('x')}`", "require", 1, 11},
 	{"require tagged", "require`fs`", "require", 1, 1},
 	{"new require", "new require('x')", "require", 1, 5},
 	{"require grouped", "(require)('x')", "require", 1, 2},
+	{"require optional call", "require?.('x')", "require", 1, 1},
+	{"require after a comma", "(0, require)('x')", "require", 1, 5},
+	{"require in a conditional", "(globalThis.x ? f : require)('x')", "require", 1, 21},
+	{"require in a logical or", "(f || require)('x')", "require", 1, 7},
+	{"require with a newline before the call", "require\n('x')", "require", 1, 1},
+	{"require awaited", "await require('x')", "require", 1, 7},
 	{"require in destructuring default", "const {a = require('x')} = {}", "require", 1, 12},
 	{"import in class computed field key", "class A { [import('x')] = 1 }", "import", 1, 12},
 	{"require in class computed method key", "class A { static [require('fs')]() {} }", "require", 1, 19},
@@ -85,6 +87,18 @@ var moduleAllowed = []struct{ name, code string }{
 	{"label named require", "require: for (;;) { break require }"},
 	{"words as parts of names", "const requirement = 1, important = 2, exported = 3; return requirement + important + exported"},
 	{"string key access", "return globalThis['require']"},
+	// Issue 14 item 2: the mention of require is not module loading; only a call of it is.
+	{"typeof require", "return typeof require"},
+	{"README example", "console.log(\"hi\"); return [1 + 1, typeof require]"},
+	{"require aliased", "const r = require; return typeof r"},
+	{"require stored", "globalThis.x = require"},
+	{"require returned", "return require"},
+	{"require compared", "return require === undefined"},
+	{"require in a condition", "if (typeof require !== 'undefined') { return 1 }"},
+	{"require member of a local", "const m = {require: (x) => x}; return m.require('fs')"},
+	{"shorthand property", "const require = 1; return {require}"},
+	{"require called through a member", "return globalThis.require?.('x')"},
+	{"require function declaration then call", "function require(m) { return m }\nreturn (0, require)('x')"},
 }
 
 // parserUnknown is code tdewolff's parser does not know; the lexer fallback decides. Clean
@@ -93,6 +107,8 @@ var parserUnknown = []struct{ name, code string }{
 	{"using declaration", "using res = open()\nreturn res.name"},
 	{"decorator", "@dec class A {}\nreturn A"},
 	{"decorator with member names", "@dec class A { f() { return this.require } }\nreturn x.import + o?.require"},
+	{"decorator and typeof require", "@dec class A {}\nreturn typeof require"},
+	{"decorator and a require function declaration", "@dec class A {}\nfunction require(m) { return m }"},
 	{"syntax error with strings", "return 'import(\"x\")' +"},
 	{"syntax error with comments", "// require('x')\nconst = 1"},
 }
@@ -151,6 +167,8 @@ func TestModuleAccessParserFallback(t *testing.T) {
 		// Without a parse, a bare `require` cannot be told from a declaration or a key: the
 		// fallback is conservative (member names after `.`/`?.` are the only exception).
 		{"decorator and method named require", "@dec class A { require() {} }", msgRequire, 1, 16},
+		{"decorator then optional require call", "@dec class A {}\nrequire?.('x')", msgRequire, 2, 1},
+		{"decorator then tagged require", "@dec class A {}\nrequire`x`", msgRequire, 2, 1},
 		{"decorator and key named import", "@dec class A {}\nreturn {import: 1}", msgImport, 2, 9},
 	}
 	for _, tc := range rejects {

@@ -21,7 +21,8 @@ func TypeScriptUsed() bool { return tsUsed.Load() }
 // module resolution) and maps positions back through esbuild's source map.
 func prepareTypeScript(code string) (*Program, error) {
 	tsUsed.Store(true)
-	wrapped := wrapperHead + code + wrapperTail
+	body, lifted, imports := liftImports(code)
+	wrapped := lifted + wrapperHead + body + wrapperTail
 	res := api.Transform(wrapped, api.TransformOptions{
 		Loader:     api.LoaderTS,
 		Target:     api.ESNext,
@@ -36,6 +37,14 @@ func prepareTypeScript(code string) (*Program, error) {
 	// closing line maps to the end of the code, as for JavaScript.
 	toCode := func(l, c int) (int, int, bool) {
 		switch {
+		case l == 1:
+			// A declaration lifted onto the wrapper's first line: its original place.
+			for _, im := range imports {
+				if c >= im.from && c < im.to {
+					return im.line, im.col, true
+				}
+			}
+			return 0, 0, false
 		case l < 2:
 			return 0, 0, false
 		case l > lines+1:
@@ -44,7 +53,7 @@ func prepareTypeScript(code string) (*Program, error) {
 		return l - 1, c, true
 	}
 	if len(res.Errors) > 0 {
-		return nil, tsError(res.Errors[0], toCode)
+		return nil, tsError(res.Errors[0], toCode, code)
 	}
 	js := strings.TrimRight(string(res.Code), "\n")
 	js = strings.TrimSuffix(js, ";")
@@ -73,11 +82,17 @@ func prepareTypeScript(code string) (*Program, error) {
 // reports 0-based byte columns; positions here count UTF-16 units, as the engine's do. A
 // diagnostic at an import/export keyword (a declaration is never valid in a function body) gets
 // the same message as in JavaScript (X4).
-func tsError(m api.Message, toCode func(l, c int) (int, int, bool)) error {
+func tsError(m api.Message, toCode func(l, c int) (int, int, bool), code string) error {
 	e := &Error{Msg: "exec: TypeScript: " + m.Text}
 	loc := m.Location
 	if loc == nil {
 		return e
+	}
+	if loc.Line > strings.Count(code, "\n")+2 {
+		// On the wrapper's closing line: the diagnostic is about our `})`, not the model's code.
+		u := unfinished(code)
+		u.Msg = "exec: TypeScript: " + u.Msg
+		return u
 	}
 	byteCol := min(max(loc.Column, 0), len(loc.LineText))
 	before := loc.LineText[:byteCol]

@@ -80,7 +80,11 @@ func TestTypeScriptSyntaxErrors(t *testing.T) {
 		{"after non-ASCII", "const é = 'ü'; let y: = 2", `Unexpected "="`, 1, 23},
 		{"after astral", "const s = '😀'; let y: = 2", `Unexpected "="`, 1, 24},
 		// An error at the wrapper's closing line is reported at the end of the code.
-		{"unclosed block", "if (x) {\n  return 1", "", 2, 11},
+		{"unclosed block", "if (x) {\n  return 1", `the "{" at line 1:8 is never closed`, 2, 11},
+		// Issue 14 item 4: never the wrapper's "}" or ")".
+		{"unclosed paren", "return (1 +", `unexpected end of the code: the "(" at line 1:8 is never closed`, 1, 12},
+		{"dangling operator", "const n: number = 1 +", `something is missing after "+"`, 1, 22},
+		{"closes the cell", "return 1 }", `unexpected "}": it closes nothing the cell opened`, 1, 10},
 		{"unterminated string", "return 'abc", "Unterminated string", 1, 12},
 		{"unterminated template", "return `abc", "", 2, 0},
 	}
@@ -107,11 +111,11 @@ func TestTypeScriptSyntaxErrors(t *testing.T) {
 	}
 }
 
-// X4 in TypeScript. Import and export declarations are never valid inside the cell's function
-// body, so esbuild refuses them whether or not the imported name is used (it never gets to drop
-// an unused import): both are refused, with the module message at the keyword. Dynamic import(),
-// import.meta and require survive the transform and are refused by the same check as JavaScript,
-// positioned through the source map.
+// X4 in TypeScript (issue 14 item 2). The cell's top-level import declarations are lifted out of
+// the function body so the transform can erase the type-only ones (`import type`, names used
+// only as types, unused names); a declaration that survives loads a module and is refused at its
+// keyword. Export declarations, import-equals, dynamic import(), import.meta and require calls
+// are refused by the same check as JavaScript, positioned through the source map.
 func TestTypeScriptModuleAccess(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -120,9 +124,12 @@ func TestTypeScriptModuleAccess(t *testing.T) {
 		line, col int
 	}{
 		{"used import", "import x from 'y'\nreturn x", msgImport, 1, 1},
-		{"unused import", "import x from 'y'\nreturn 1", msgImport, 1, 1},
-		{"import type", "import type { T } from 'y'\nreturn 1", msgImport, 1, 1},
-		{"named import no space", "const a: number = 1\n  import{b} from 'c'", msgImport, 2, 3},
+		{"used namespace import", "import * as FS from \"fs\"\nreturn FS.readFileSync", msgImport, 1, 1},
+		{"side-effect import", "import 'polyfill'\nreturn 1", msgImport, 1, 1},
+		{"named import no space", "const a: number = 1\n  import{b} from 'c'\nreturn b", msgImport, 2, 3},
+		{"second import used", "import type { T } from 'y'\nconst n: T = 1\n  import { v } from 'z'; return v", msgImport, 3, 3},
+		{"default and named, named used", "import x, { y } from 'z'\nreturn y", msgImport, 1, 1},
+		{"import after non-ASCII", "const é: string = 'ü'; import { w } from 'z'; return w", msgImport, 1, 24},
 		{"import equals require", "import fs = require('fs')", msgImport, 1, 1},
 		{"export", "export const x: number = 1", msgExport, 1, 1},
 		{"export default", "const a = 1\nexport default a", msgExport, 2, 1},
@@ -150,6 +157,16 @@ func TestTypeScriptModuleAccess(t *testing.T) {
 		{"strings and comments", "// import x from 'y'\nconst s: string = 'require(\"fs\")'\nreturn `import ${s}`"},
 		{"member names", "const o: { require(n: number): number; import: number } = { require: (n) => n, import: 1 }\nreturn o.require(o.import)"},
 		{"type named like a module", "type require = string\nconst r: require = 'x'\nreturn r"},
+		{"import type", "import type { Readable } from \"stream\"\nlet r: Readable | null = null\nreturn r"},
+		{"import type namespace", "import type * as FS from \"fs\"\nconst f: typeof FS | null = null\nreturn f"},
+		{"import type default", "import type Big from 'big.js'\nreturn 1"},
+		{"unused import", "import x from 'y'\nreturn 1"},
+		{"import used only as a type", "import { Stats } from 'fs'\nconst s: Stats | null = null\nreturn s"},
+		{"inline type specifiers", "import { type A, type B } from 'y'\nconst a: A | B | null = null\nreturn a"},
+		{"several imports and a comment", "import type { A } from 'a'; // types only\nimport type {\n  B, // the b\n  C,\n} from 'bc';\nconst v: A | B | C | null = null\nreturn v"},
+		{"import attributes", "import type Data from './data.json' with { type: 'json' }\nreturn 1"},
+		{"typeof require", "return typeof require"},
+		{"type query of an import type", "type M = typeof import('fs')\nreturn 1"},
 	}
 	for _, tt := range allowed {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,6 +202,9 @@ func TestMapPositionTypeScript(t *testing.T) {
 		{"non-ASCII before",
 			"const s: string = '😀é'; const target: number = 1\nconst ü: number = 'é' + target; const after = ü\nreturn after",
 			[]string{"target", "after"}},
+		{"lifted type imports keep lines and columns",
+			"import type {\n  A, // the a\n} from 'a'; const alpha: A = makeIt()\nimport type B from 'b'\nreturn gammaFn(alpha)",
+			[]string{"alpha", "makeIt", "gammaFn"}},
 		{"indented and CRLF",
 			"if (cond) {\r\n    const deep: string = compute()\r\n    return deep\r\n}",
 			[]string{"cond", "compute", "deep"}},

@@ -1,0 +1,310 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPendingWorkDrains is issue 14 item 1 (X7): `completed` only when nothing is pending. Work a
+// cell starts without awaiting it (timers, nested calls, promise jobs) still runs inside the same
+// exec; the value is the body's value as it returned.
+func TestPendingWorkDrains(t *testing.T) {
+	cases := []struct {
+		name   string
+		code   string
+		host   *fakeHost
+		value  string
+		output string // texts, joined by "|"
+		calls  int    // async host calls made (-1: do not check)
+	}{
+		{name: "timer after return", code: `setTimeout(() => text("late"), 100); return 1`,
+			value: `1`, output: "late", calls: -1},
+		{name: "un-awaited nested call", code: `tools.callValue("write", {path: "marker"}).then(v => text(v.id)); return 1`,
+			value: `1`, output: "write", calls: 1},
+		{name: "un-awaited call without a handler", code: `tools.callValue("write", {path: "marker"}); return 1`,
+			value: `1`, calls: 1},
+		{name: "un-awaited failing call does not fail the cell", code: `tools.callValue("write"); return 1`,
+			host: &fakeHost{fail: true}, value: `1`, calls: 1},
+		{name: "value is the body's value", code: `const o = {n: 0}; setTimeout(() => { o.n = 1; text("mutated") }, 10); return o`,
+			value: `{"n":0}`, output: "mutated", calls: -1},
+		{name: "nested timers", code: `setTimeout(() => setTimeout(() => text("inner"), 10), 10); text("body"); return 2`,
+			value: `2`, output: "body|inner", calls: -1},
+		{name: "promise job after return", code: `Promise.resolve().then(() => text("micro")); return 3`,
+			value: `3`, output: "micro", calls: -1},
+		{name: "call started by a timer", code: `setTimeout(() => tools.callValue("t").then(() => text("called")), 5); return 4`,
+			value: `4`, output: "called", calls: 1},
+		{name: "cleared after return", code: `const t = setTimeout(() => text("never"), 1000); setTimeout(() => clearTimeout(t), 5); return 5`,
+			value: `5`, calls: -1},
+		{name: "no return value", code: `setTimeout(() => text("t"), 1)`,
+			value: `null`, output: "t", calls: -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tc.host
+			if host == nil {
+				host = &fakeHost{}
+			}
+			r, o := runCell(t, host, tc.code, defaultLimits())
+			r.Close()
+			if o.Status != StatusCompleted || string(o.Value) != tc.value {
+				t.Fatalf("got %s %s %q, want completed %s", o.Status, o.Value, o.Error, tc.value)
+			}
+			if got := texts(o); got != tc.output {
+				t.Errorf("output %q, want %q", got, tc.output)
+			}
+			if tc.calls >= 0 && len(host.calls) != tc.calls {
+				t.Errorf("%d host calls, want %d", len(host.calls), tc.calls)
+			}
+		})
+	}
+}
+
+func texts(o Outcome) string {
+	var parts []string
+	for _, e := range o.Output {
+		if e.Type == "text" {
+			parts = append(parts, e.Text)
+		} else {
+			parts = append(parts, string(e.Value))
+		}
+	}
+	return strings.Join(parts, "|")
+}
+
+// TestPendingWorkSuspends: work still pending at the deadline makes the result waiting like an
+// awaited call (X7, X8); wait continues it and completes with the body's value.
+func TestPendingWorkSuspends(t *testing.T) {
+	short := defaultLimits()
+	short.Timeout = 150 * time.Millisecond
+	noDrain := defaultLimits()
+	noDrain.NoDrain = true
+	cases := []struct {
+		name   string
+		code   string
+		host   *fakeHost
+		lim    Limits
+		reason string
+		value  string
+		output string // of the final result
+	}{
+		{name: "slow timer after return", code: `setTimeout(() => text("later"), 400); return 7`,
+			lim: short, reason: ReasonPendingTools, value: `7`, output: "later"},
+		{name: "slow un-awaited call", code: `tools.callValue("slow").then(() => text("done")); return {v: 8}`,
+			host: &fakeHost{delay: 400 * time.Millisecond}, lim: short, reason: ReasonPendingTools, value: `{"v":8}`, output: "done"},
+		{name: "restart-safe run does not drain after return", code: `tools.callValue("a").then(() => text("ran")); return 9`,
+			lim: noDrain, reason: ReasonPendingTools, value: `9`, output: "ran"},
+		{name: "un-awaited yield", code: `yield_control("later"); return 10`,
+			lim: defaultLimits(), reason: ReasonYield, value: `10`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tc.host
+			if host == nil {
+				host = &fakeHost{}
+			}
+			r, o := runCell(t, host, tc.code, tc.lim)
+			defer r.Close()
+			if o.Status != StatusWaiting || o.Reason != tc.reason || len(o.Pending) == 0 {
+				t.Fatalf("got %s %q %q pending %v, want waiting (%s)", o.Status, o.Reason, o.Error, o.Pending, tc.reason)
+			}
+			lim := tc.lim
+			lim.Timeout = 5 * time.Second
+			var out []string
+			for i := 0; o.Status == StatusWaiting; i++ {
+				if i > 3 {
+					t.Fatalf("still waiting after %d waits: %+v", i, o)
+				}
+				o = r.Resume(context.Background(), lim)
+				if s := texts(o); s != "" {
+					out = append(out, s)
+				}
+			}
+			if o.Status != StatusCompleted || string(o.Value) != tc.value {
+				t.Fatalf("after wait: %s %s %q, want completed %s", o.Status, o.Value, o.Error, tc.value)
+			}
+			if got := strings.Join(out, "|"); got != tc.output {
+				t.Errorf("output %q, want %q", got, tc.output)
+			}
+		})
+	}
+}
+
+// TestEndlessTimerChain: a cell that keeps re-arming a timer forever ends each exec and wait at
+// its deadline as waiting; it neither spins past the deadline nor completes (X7).
+func TestEndlessTimerChain(t *testing.T) {
+	lim := defaultLimits()
+	lim.Timeout = 150 * time.Millisecond
+	for _, code := range []string{
+		`function tick() { setTimeout(tick, 5) } tick(); return 1`,
+		`function tick() { setTimeout(tick, 0) } tick(); return 1`,
+		`function tick() { tools.callValue("t").then(tick) } tick(); return 1`,
+	} {
+		t.Run(code, func(t *testing.T) {
+			start := time.Now()
+			r, o := runCell(t, &fakeHost{}, code, lim)
+			defer r.Close()
+			for i := 0; i < 2; i++ {
+				if o.Status != StatusWaiting || o.Reason != ReasonPendingTools {
+					t.Fatalf("step %d: %s %q, want waiting", i, o.Status, o.Error)
+				}
+				o = r.Resume(context.Background(), lim)
+			}
+			if took := time.Since(start); took > 10*time.Second {
+				t.Fatalf("three steps of 150ms took %v", took)
+			}
+		})
+	}
+}
+
+// TestFailureCancelsPendingWork: a body that throws ends the run at once (it does not wait for
+// its timers), and the error names the pending work it cancels.
+func TestFailureCancelsPendingWork(t *testing.T) {
+	start := time.Now()
+	host := &fakeHost{release: make(chan struct{})}
+	r, o := runCell(t, host, `setTimeout(() => {}, 5000); tools.callValue("native:core:write"); throw new Error("boom")`, defaultLimits())
+	r.Close()
+	r.WaitIdle()
+	if o.Status != StatusFailed || !strings.HasPrefix(o.Error, "Error: boom (line 1:") {
+		t.Fatalf("%+v", o)
+	}
+	if !strings.Contains(o.Error, "2 pending calls were cancelled") || !strings.Contains(o.Error, "setTimeout") || !strings.Contains(o.Error, "native:core:write") {
+		t.Fatalf("error does not name the cancelled work: %q", o.Error)
+	}
+	if time.Since(start) > 3*time.Second {
+		t.Fatal("the failure waited for the timer")
+	}
+}
+
+// TestValueCountsAgainstOutputLimit: the body's value and the output of work after it share
+// maxOutputBytes.
+func TestValueCountsAgainstOutputLimit(t *testing.T) {
+	lim := defaultLimits()
+	lim.MaxOutputBytes = 1024
+	r, o := runCell(t, nil, `setTimeout(() => text("y".repeat(600)), 1); return "x".repeat(600)`, lim)
+	r.Close()
+	if o.Status != StatusFailed || o.Code != CodeOutputLimit {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// swallow makes every Error construction spin until the soft interrupt fires; QuickJS-NG lets
+// Error.prepareStackTrace swallow it, so the guest goes on after its deadline unless the host
+// decides by the clock.
+const swallow = `Error.prepareStackTrace = () => { for (;;) {} };
+`
+
+// TestDeadlineHoles is issue 14 item 3 (R1–R3): for every place where the engine runs guest code
+// on the guest's behalf, a cell that swallows the interrupt there and then finishes after its
+// deadline has still timed out; a cell that keeps swallowing it is ended by the hard kill. Each
+// case asserts `timeout` within a generous bound of the hard kill.
+func TestDeadlineHoles(t *testing.T) {
+	type tc struct {
+		name string
+		code string
+		host *fakeHost
+	}
+	cases := []tc{
+		{"prepareStackTrace of a guest error", swallow + `try { null.x } catch {} return 1`, nil},
+		{"prepareStackTrace of a host-built error (async)", swallow + `try { await tools.callValue("x") } catch {} return 1`, &fakeHost{fail: true}},
+		{"prepareStackTrace of a host-built error (sync)", swallow + `try { text(1n ** -1n) } catch {} return 1`, nil},
+		{"prepareStackTrace of a host-thrown error", swallow + `try { setTimeout(1) } catch {} return 1`, nil},
+		{"getter during error description", `const e = new Error("m");` + swallow + `Object.defineProperty(e, "message", {get() { new Error(); return "m" }}); throw e`, nil},
+		{"thrown value described by the JSON adapter", swallow + `throw {toJSON() { new Error(); return 1 }}`, nil},
+		{"toJSON of the return value", swallow + `return {toJSON() { new Error(); return 1 }}`, nil},
+		{"getter on the return value", swallow + `return {get a() { new Error(); return 1 }}`, nil},
+		{"Proxy trap on the return value", swallow + `return new Proxy({a: 1}, {get(t, k) { new Error(); return t[k] }})`, nil},
+		{"Proxy trap in guest code", swallow + `const p = new Proxy({}, {get() { new Error(); return 1 }}); return p.x`, nil},
+		{"valueOf in a host conversion", swallow + `setTimeout(() => {}, {valueOf() { new Error(); return 1 }}); return 1`, nil},
+		{"toString in a host conversion", swallow + `await tools.describe({toString() { new Error(); return "x" }}); return 1`, nil},
+		{"Symbol.toPrimitive in a host conversion", swallow + `await tools.search({[Symbol.toPrimitive]() { new Error(); return "q" }}); return 1`, nil},
+		{"toJSON in a bridge payload", swallow + `await tools.callValue("a", {toJSON() { new Error(); return {} }}); return 1`, nil},
+		{"toJSON in text()", swallow + `text({toJSON() { new Error(); return 1 }}); return 1`, nil},
+		{"iterator", swallow + `const a = [...{[Symbol.iterator]() { return {next() { new Error(); return {done: true} }} }}]; return 1`, nil},
+		{"thenable (await)", swallow + `await {then(r) { new Error(); r(1) }}; return 1`, nil},
+		{"then getter when a host result is delivered", swallow + `Object.defineProperty(Object.prototype, "then", {configurable: true, get() { delete Object.prototype.then; new Error(); return undefined }}); await tools.callValue("a"); return 1`, nil},
+		{"sort comparator", swallow + `[3, 1, 2].sort((a, b) => { new Error(); return a - b }); return 1`, nil},
+		{"timer callback", swallow + `await new Promise(r => setTimeout(() => { new Error(); r() }, 1)); return 1`, nil},
+		{"timer callback after return", swallow + `setTimeout(() => { new Error() }, 1); return 1`, nil},
+		{"swallowed and then suspended", swallow + `new Error(); await tools.callValue("slow"); return 1`, &fakeHost{delay: 10 * time.Second}},
+		// The hard kill: the interrupt is swallowed forever.
+		{"hard kill: endless prepareStackTrace", swallow + `for (;;) { new Error() }`, nil},
+		{"hard kill: endless toJSON", swallow + `return {toJSON() { for (;;) new Error() }}`, nil},
+		{"hard kill: endless getter during description", swallow + `throw {get name() { for (;;) new Error() }, message: "m", __proto__: Error.prototype}`, nil},
+	}
+	lim := defaultLimits()
+	lim.Timeout = 200 * time.Millisecond
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			host := c.host
+			if host == nil {
+				host = &fakeHost{}
+			}
+			start := time.Now()
+			r, o := runCell(t, host, c.code, lim)
+			r.Close()
+			took := time.Since(start)
+			if o.Status != StatusFailed || o.Code != CodeTimeout {
+				t.Fatalf("got %s %s %q (%s) after %v, want a timeout", o.Status, o.Value, o.Error, o.Code, took)
+			}
+			// Generous: the hard kill lands at timeout + grace; this only proves it lands at all.
+			if took > lim.Timeout+5*time.Second {
+				t.Fatalf("took %v with a %v timeout", took, lim.Timeout)
+			}
+		})
+	}
+}
+
+// TestDeadlineHolesInWait: the same rule holds in a resumed VM (wait).
+func TestDeadlineHolesInWait(t *testing.T) {
+	lim := defaultLimits()
+	lim.Timeout = 200 * time.Millisecond
+	r, o := runCell(t, nil, swallow+`await yield_control(); new Error(); return 1`, lim)
+	defer r.Close()
+	if o.Status != StatusWaiting {
+		t.Fatalf("%+v", o)
+	}
+	o = r.Resume(context.Background(), lim)
+	if o.Status != StatusFailed || o.Code != CodeTimeout {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// TestCompletesJustInTime: a cell that finishes well before its deadline is unaffected by the
+// clock checks, including one that uses Error.prepareStackTrace harmlessly.
+func TestCompletesJustInTime(t *testing.T) {
+	o := exec(t, `Error.prepareStackTrace = (e, frames) => "custom"; const s = new Error("x").stack; return s`)
+	if o.Status != StatusCompleted {
+		t.Fatalf("%+v", o)
+	}
+	var v any
+	_ = json.Unmarshal(o.Value, &v)
+}
+
+// TestSyntaxErrorsPointAtTheCell is issue 14 item 4: a syntax error points at the model's code,
+// never at the wrapper's `}` or `)`.
+func TestSyntaxErrorsPointAtTheCell(t *testing.T) {
+	cases := []struct{ code, want string }{
+		{"return (1 +", `SyntaxError: unexpected end of the code: the "(" at line 1:8 is never closed (line 1:12)`},
+		{"const x = {", `SyntaxError: unexpected end of the code: the "{" at line 1:11 is never closed (line 1:12)`},
+		{"foo(1, 2", `SyntaxError: unexpected end of the code: the "(" at line 1:4 is never closed (line 1:9)`},
+		{"if (x) {\n  return 1", `SyntaxError: unexpected end of the code: the "{" at line 1:8 is never closed (line 2:11)`},
+		{"return 1 +", `SyntaxError: unexpected end of the code: something is missing after "+" (line 1:11)`},
+		{"const f = () =>", `SyntaxError: unexpected end of the code: something is missing after "=>" (line 1:16)`},
+		{"class A {", `SyntaxError: unexpected end of the code: the "{" at line 1:9 is never closed (line 1:10)`},
+		{"return 1 }", `SyntaxError: unexpected "}": it closes nothing the cell opened (a cell is the body of an async function: do not close it) (line 1:10)`},
+		// Errors inside the code keep the engine's own message and position.
+		{"let x = ;", `SyntaxError: unexpected token in expression: ';' (line 1:9)`},
+		{"\nreturn 'abc", `SyntaxError: unexpected end of string (line 2:8)`},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			o := exec(t, c.code)
+			if o.Status != StatusFailed || o.Code != CodeInvalidInput || o.Error != c.want {
+				t.Fatalf("got %s %s %q, want invalid_input %q", o.Status, o.Code, o.Error, c.want)
+			}
+		})
+	}
+}
