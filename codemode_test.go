@@ -336,16 +336,14 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 		}
 		return api.HookDecision{}, nil
 	}
-	appr := approvalFunc(func(ctx context.Context, ev *api.ToolCallEvent) (bool, string, error) {
-		if ev.ToolID == "native:core:exec" {
-			return false, "shell needs a human", nil
-		}
-		return true, "", nil
+	appr := api.ApproverFunc(func(ctx context.Context, req api.ApprovalRequest) (api.Decision, error) {
+		return api.Decision{Reason: "shell needs a human"}, nil
 	})
 	var rec recorder
 	rt := newRuntime(t, testConfig(t), func(o *Options) {
 		o.Hooks = []api.BeforeToolCallHook{hook}
-		o.Approvals = appr
+		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:exec"}}}
+		o.Approver = appr
 		o.Trajectory = &rec
 	})
 	rc := api.RunContext{AgentID: "agent", SessionKey: "sess", SessionID: "sid", RunID: "run1"}
@@ -382,12 +380,6 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 	if r.Status != api.StatusFailed || !strings.Contains(r.Error, "no cells today") {
 		t.Fatalf("%+v", r)
 	}
-}
-
-type approvalFunc func(ctx context.Context, ev *api.ToolCallEvent) (bool, string, error)
-
-func (f approvalFunc) Approve(ctx context.Context, ev *api.ToolCallEvent) (bool, string, error) {
-	return f(ctx, ev)
 }
 
 // recorder is an api.Trajectory that keeps every event.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/dispatch"
 )
 
 // callDirect invokes a model-visible tool that is not exec or wait: a direct-only tool, or any
@@ -51,7 +50,7 @@ func (s *Surface) runDirect(ctx context.Context, callID, name string, input json
 	}
 	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: s.run}
-	err := dispatch.Gate(ctx, s.rt.opts.Hooks, s.rt.opts.Approvals, ev, name)
+	err := s.rt.gate.Authorize(ctx, ev, t.ReadOnly, name, callID)
 	if !bytes.Equal(ev.Input, input) {
 		tr.Input, tr.OriginalInput = ev.Input, input
 	}

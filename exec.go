@@ -191,7 +191,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	// what runs, and the trajectory keeps both.
 	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
 		ToolInputKind: lang, Input: raw, Run: s.run}
-	if err := dispatch.Gate(ctx, rt.opts.Hooks, nil, ev, "exec"); err != nil {
+	if err := rt.gate.Authorize(ctx, ev, false, "exec", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	if !bytes.Equal(ev.Input, raw) {
@@ -218,9 +218,9 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	}
 	disp := s.dispatcher(callID, in.RestartSafe)
 	lim := rt.limits()
-	lim.NoDrain = in.RestartSafe
-	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim)
-	return s.finish(start, run, disp, out, in.RestartSafe, nil)
+	lim.RestartSafe = in.RestartSafe
+	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim, callID)
+	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
 }
 
 func (s *Surface) resolveExec(in ExecInput) (code, lang string, err error) {
@@ -232,11 +232,12 @@ func (s *Surface) resolveExec(in ExecInput) (code, lang string, err error) {
 	return code, lang, err
 }
 
-// gateCode is the error code of a refused exec or wait: the hook's own (blocked, hook_failed).
-func gateCode(err error) string {
-	var ce *sandbox.CallError
-	if errors.As(err, &ce) && ce.Code != "" {
-		return ce.Code
+// gateCode is the error code of a refused exec or wait: the hook's own (blocked, hook_failed,
+// not_approved).
+func gateCode(err error) api.ErrorCode {
+	var te *api.ToolError
+	if errors.As(err, &te) && te.Code != "" {
+		return api.ErrorCode(te.Code)
 	}
 	return api.CodeInvalidInput
 }
@@ -246,17 +247,18 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 	input, _ := json.Marshal(in)
 	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "wait",
 		Input: input, CodeModeRunID: in.RunID}
-	res := s.runWait(ctx, in, input, tr.Time)
+	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
 	return res
 }
 
-func (s *Surface) runWait(ctx context.Context, in WaitInput, input json.RawMessage, start time.Time) api.ExecResult {
+func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, input json.RawMessage, tr *api.TrajectoryEvent) api.ExecResult {
+	start := tr.Time
 	if strings.TrimSpace(in.RunID) == "" {
 		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
-	if err := dispatch.Gate(ctx, s.rt.opts.Hooks, nil, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
-		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, "wait"); err != nil {
+	if err := s.rt.gate.Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
+		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, false, "wait", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
@@ -265,24 +267,25 @@ func (s *Surface) runWait(ctx context.Context, in WaitInput, input json.RawMessa
 	}
 	sr := e.Value.(*suspendedRun)
 	lim := s.rt.limits()
-	lim.NoDrain = sr.restartSafe
+	lim.RestartSafe = sr.restartSafe
 	out := sr.run.Resume(ctx, lim)
-	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e)
+	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
 }
 
-// finish turns a sandbox outcome into the result union, storing or dropping the run.
-func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool, stored *runstore.Entry) api.ExecResult {
-	res := api.ExecResult{Status: out.Status, Output: out.Output}
-	switch out.Status {
-	case api.StatusCompleted:
-		res.Value = out.Value
+// finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the
+// control call's trajectory event) learns which nested calls this call delivered.
+func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool, stored *runstore.Entry, tr *api.TrajectoryEvent) api.ExecResult {
+	res := out.ExecResult
+	tr.Delivered = out.Delivered
+	switch res.Status {
 	case api.StatusWaiting:
-		res.Reason, res.PendingToolCalls, res.RestartSafe = out.Reason, out.Pending, restartSafe
+		res.RestartSafe = restartSafe
 		if stored != nil {
 			res.RunID = stored.ID
 			s.rt.store.Release(stored, run.SnapshotBytes())
 		} else {
 			id := runstore.NewID()
+			disp.RunID = id
 			if err := s.rt.store.Put(id, s.run, &suspendedRun{run: run, disp: disp, restartSafe: restartSafe}, run.SnapshotBytes()); err != nil {
 				run.Close()
 				res = api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: err.Error(), Output: out.Output}
@@ -290,8 +293,9 @@ func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispa
 			}
 			res.RunID = id
 		}
+	case api.StatusCompleted:
 	default:
-		res.Status, res.Error, res.Code = api.StatusFailed, out.Error, out.Code
+		res.Status = api.StatusFailed
 	}
 	if res.Status != api.StatusWaiting {
 		if stored != nil {
@@ -304,7 +308,7 @@ func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispa
 	return res
 }
 
-func (s *Surface) failed(start time.Time, code, msg string) api.ExecResult {
+func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.ExecResult {
 	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start)}
 }
 
@@ -323,8 +327,7 @@ func (s *Surface) telemetry(start time.Time) api.Telemetry {
 func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatcher {
 	rt := s.rt
 	return &dispatch.Dispatcher{
-		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID,
-		Hooks: rt.opts.Hooks, Approvals: rt.opts.Approvals, Trajectory: rt.opts.Trajectory,
+		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: rt.gate,
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run),
 	}
@@ -381,4 +384,17 @@ func errString(err error) string {
 		return "unknown reason"
 	}
 	return err.Error()
+}
+
+// Decide settles a call that waits for a person's decision in a suspended run: one listed in
+// the pendingApprovals of a waiting result (reason "approval"). Approved, the call runs (the next
+// wait delivers its result); rejected, the cell gets a catchable error with dec.Reason. Nothing
+// that ran before runs again. Decisions are scoped like wait (agent, session, run), one-shot, and
+// fail for unknown, forged or expired call ids.
+func (s *Surface) Decide(ctx context.Context, runID, callID string, dec api.Decision) error {
+	e, err := s.rt.store.Lookup(runID, s.run)
+	if err != nil {
+		return err
+	}
+	return e.Value.(*suspendedRun).disp.Decide(callID, dec)
 }

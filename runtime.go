@@ -13,13 +13,16 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"path"
 	"slices"
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
@@ -39,8 +42,15 @@ type Options struct {
 	// (the exec's event carries toolKind "code_mode_exec"). They may block a call or rewrite its
 	// input.
 	Hooks []api.BeforeToolCallHook
-	// Approvals decides approval-gated calls, after the hooks.
-	Approvals api.ApprovalPolicy
+	// Approvals says which calls need a person's decision (rules by catalog id, after the hooks).
+	// A nested call that needs one waits without blocking the cell; see Approver and
+	// Surface.Decide.
+	Approvals api.Approvals
+	// Approver asks a person (a terminal prompt, an MCP client's elicitation). nil means the
+	// embedder decides: exec and wait return waiting with reason "approval" and the calls in
+	// pendingApprovals, and Surface.Decide settles each; direct calls then get the rules'
+	// fallback.
+	Approver api.Approver
 	// Trajectory receives a record of every exec, wait, direct and nested call, approval and
 	// progress update (E2). internal/trajectory's writer (used by `codemode agent --transcript`
 	// and `serve.trajectory`) writes them as JSON Lines; events reach a Trajectory unsanitized.
@@ -126,6 +136,7 @@ type Runtime struct {
 	store     runstore.Backend
 	catalogs  *catalogCache
 	counters  *runCounters
+	gate      *dispatch.Gate
 	warned    sync.Map // warnings already logged (string → struct{})
 }
 
@@ -148,8 +159,21 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	for i, r := range opts.Approvals.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
-		store: runstore.New(cm.SnapshotTTL()), catalogs: newCatalogCache(16), counters: newRunCounters(4096)}
+		store: runstore.New(cm.SnapshotTTL()), catalogs: newCatalogCache(16), counters: newRunCounters(4096),
+		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
+			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory}}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
 	}

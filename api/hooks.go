@@ -39,16 +39,15 @@ type HookDecision struct {
 	// Block refuses the call with Reason (the guest sees a catchable error).
 	Block  bool
 	Reason string
-	// Input, when non-nil, replaces the call's input (a trusted rewrite).
+	// Input, when non-nil, replaces the call's input (a trusted rewrite). The rewritten input is
+	// what runs; the trajectory keeps both.
 	Input json.RawMessage
+	// RequireApproval makes the call wait for a person's decision (see Approver), whatever the
+	// approval rules say; ApprovalPrompt is shown to that person.
+	RequireApproval bool
+	ApprovalPrompt  string
 }
 
 // BeforeToolCallHook inspects, rewrites or blocks a call before it runs. Hooks run in
 // registration order; the first block wins; rewrites chain.
 type BeforeToolCallHook func(ctx context.Context, ev *ToolCallEvent) (HookDecision, error)
-
-// ApprovalPolicy decides whether a call needs and gets approval (after hooks, before the tool).
-// Returning false refuses the call with reason.
-type ApprovalPolicy interface {
-	Approve(ctx context.Context, ev *ToolCallEvent) (approved bool, reason string, err error)
-}

@@ -9,20 +9,33 @@ const (
 	StatusFailed    = "failed"
 )
 
-// Error codes (SPEC Z).
+// ErrorCode says why an exec or wait failed (the `code` of a failed result; docs/semantics.md
+// lists when each is used).
+type ErrorCode string
+
+// Error codes of failed results: the seed's six (SPEC Z), then ours.
 const (
-	CodeInvalidInput       = "invalid_input"
-	CodeRuntimeUnavailable = "runtime_unavailable"
-	CodeTimeout            = "timeout"
-	CodeOutputLimit        = "output_limit_exceeded"
-	CodeSnapshotLimit      = "snapshot_limit_exceeded"
-	CodeInternal           = "internal_error"
+	CodeInvalidInput       ErrorCode = "invalid_input"
+	CodeRuntimeUnavailable ErrorCode = "runtime_unavailable"
+	CodeTimeout            ErrorCode = "timeout"
+	CodeOutputLimit        ErrorCode = "output_limit_exceeded"
+	CodeSnapshotLimit      ErrorCode = "snapshot_limit_exceeded"
+	CodeInternal           ErrorCode = "internal_error"
+	// CodeBlocked: a before_tool_call hook refused the exec or wait itself.
+	CodeBlocked ErrorCode = "blocked"
+	// CodeHookFailed: a before_tool_call hook returned an error for the exec or wait.
+	CodeHookFailed ErrorCode = "hook_failed"
 )
 
 // Waiting reasons.
 const (
+	// ReasonPendingTools: nested calls were still running at the deadline.
 	ReasonPendingTools = "pending_tools"
-	ReasonYield        = "yield"
+	// ReasonYield: the cell called yield_control.
+	ReasonYield = "yield"
+	// ReasonApproval: calls wait for a person's decision (pendingApprovals lists them) and
+	// nothing else can progress.
+	ReasonApproval = "approval"
 )
 
 // ExecResult is the CodeModeResult union returned by exec and wait (SPEC §3). Exactly the fields
@@ -35,10 +48,15 @@ type ExecResult struct {
 	RunID            string
 	Reason           string
 	PendingToolCalls []PendingToolCall
-	RestartSafe      bool
+	// PendingApprovals are the calls waiting for a decision (reason "approval"): decide each with
+	// Surface.Decide, then call wait.
+	PendingApprovals []ApprovalRequest
+	// RestartSafe echoes exec's restartSafe: the run does only read-only work and may be rebuilt
+	// from the transcript after a restart (W6).
+	RestartSafe bool
 	// failed
 	Error string
-	Code  string
+	Code  ErrorCode
 
 	Output    []Output
 	Telemetry Telemetry
@@ -118,15 +136,16 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			RunID            string            `json:"runId"`
 			Reason           string            `json:"reason"`
 			PendingToolCalls []PendingToolCall `json:"pendingToolCalls,omitempty"`
+			PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
 			RestartSafe      bool              `json:"restartSafe,omitempty"`
 			Output           []Output          `json:"output,omitempty"`
 			Telemetry        Telemetry         `json:"telemetry"`
-		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.RestartSafe, r.Output, tel})
+		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, tel})
 	default:
 		return json.Marshal(struct {
 			Status    string    `json:"status"`
 			Error     string    `json:"error"`
-			Code      string    `json:"code,omitempty"`
+			Code      ErrorCode `json:"code,omitempty"`
 			Output    []Output  `json:"output,omitempty"`
 			Telemetry Telemetry `json:"telemetry"`
 		}{StatusFailed, r.Error, r.Code, r.Output, tel})
@@ -141,9 +160,10 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		RunID            string            `json:"runId"`
 		Reason           string            `json:"reason"`
 		PendingToolCalls []PendingToolCall `json:"pendingToolCalls"`
+		PendingApprovals []ApprovalRequest `json:"pendingApprovals"`
 		RestartSafe      bool              `json:"restartSafe"`
 		Error            string            `json:"error"`
-		Code             string            `json:"code"`
+		Code             ErrorCode         `json:"code"`
 		Output           []Output          `json:"output"`
 		Telemetry        Telemetry         `json:"telemetry"`
 	}
@@ -151,7 +171,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
-		PendingToolCalls: w.PendingToolCalls, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code,
+		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code,
 		Output: w.Output, Telemetry: w.Telemetry}
 	return nil
 }

@@ -34,15 +34,22 @@ func (p Policy) Permits(t *api.Tool) bool {
 
 func matchAny(patterns []string, name, id string) bool {
 	for _, pat := range patterns {
-		if pat == name || pat == id {
-			return true
-		}
-		if ok, err := path.Match(pat, name); err == nil && ok {
-			return true
-		}
-		if ok, err := path.Match(pat, id); err == nil && ok {
+		if Match(pat, name, id) {
 			return true
 		}
 	}
 	return false
+}
+
+// Match reports whether a policy pattern — a tool name or a catalog id, with '*' and '?' globs
+// ("read", "native:core:*", "mcp:*:delete*") — matches a tool.
+func Match(pattern, name, id string) bool {
+	if pattern == name || pattern == id {
+		return true
+	}
+	if ok, err := path.Match(pattern, name); err == nil && ok {
+		return true
+	}
+	ok, err := path.Match(pattern, id)
+	return err == nil && ok
 }

@@ -22,14 +22,6 @@ import (
 // MaxResultBytes bounds one nested result crossing into the VM.
 const MaxResultBytes = 8 << 20
 
-// Resources reaches MCP resources and prompts (M2); nil when no MCP layer is present.
-type Resources interface {
-	ListResources(ctx context.Context, server string) (json.RawMessage, error)
-	ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error)
-	ListPrompts(ctx context.Context, server string) (json.RawMessage, error)
-	GetPrompt(ctx context.Context, server, name string, args json.RawMessage) (json.RawMessage, error)
-}
-
 // Counters are the run's cumulative telemetry (Y1).
 type Counters struct {
 	Search, Describe, Call atomic.Int64
@@ -40,20 +32,22 @@ type Dispatcher struct {
 	Catalog *catalog.Catalog
 	// Tools are the run's own implementations by catalog id. The catalog may be shared between
 	// runs with identical tool definitions; execution always uses this run's tools (A9).
-	Tools        map[string]*api.Tool
-	Run          api.RunContext
+	Tools map[string]*api.Tool
+	Run   api.RunContext
+	// ParentCallID is the exec call that started the cell.
 	ParentCallID string
-	Hooks        []api.BeforeToolCallHook
-	Approvals    api.ApprovalPolicy
-	// Trajectory records every nested call (E2); nil records nothing.
-	Trajectory api.Trajectory
-	Resources  Resources
+	// Gate runs hooks and approval rules before every nested call (required).
+	Gate *Gate
+	// Resources reaches MCP resources and prompts (M2); nil when no MCP layer is present.
+	Resources api.Resources
 	// RestartSafe refuses calls to tools not declared read-only (W6).
 	RestartSafe bool
 	// SearchLimit maps a requested limit to the effective one (config rules).
 	SearchLimit func(requested int) int
 	Counters    *Counters
-	nextCall    atomic.Int64
+	// RunID is the code-mode runId once the run has suspended (for approval requests).
+	RunID     string
+	approvals approvals
 }
 
 // Sync answers requests that never leave the host.
@@ -130,7 +124,7 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 		}
 		files, err := d.Catalog.APIList(p.Prefix)
 		if err != nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "invalid_path", Message: err.Error()}
+			return nil, &api.ToolError{Name: "Error", Code: "invalid_path", Message: err.Error()}
 		}
 		return json.Marshal(files)
 	case "api.read":
@@ -142,11 +136,11 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 		}
 		text, err := d.Catalog.APIRead(p.Path)
 		if err != nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "invalid_path", Message: err.Error()}
+			return nil, &api.ToolError{Name: "Error", Code: "invalid_path", Message: err.Error()}
 		}
 		return []byte(text), nil // raw text: the prelude does not JSON-decode api.read
 	}
-	return nil, &sandbox.CallError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }
 
 func (d *Dispatcher) limit(l *float64) int {
@@ -161,7 +155,7 @@ func (d *Dispatcher) limit(l *float64) int {
 }
 
 func badRequest(err error) error {
-	return &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "malformed request: " + err.Error()}
+	return &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "malformed request: " + err.Error()}
 }
 
 // guestEntry resolves an id for tools.* (K3, K4, S9).
@@ -169,14 +163,14 @@ func (d *Dispatcher) guestEntry(id string) (*catalog.Entry, error) {
 	e := d.Catalog.Lookup(id)
 	if e == nil {
 		if id == "exec" || id == "wait" || catalog.ControlTools[id] {
-			return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
 				Message: fmt.Sprintf("%q is a code-mode control tool and cannot be called from a cell", id)}
 		}
-		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+		return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
 			Message: fmt.Sprintf("unknown tool id %q: use an exact id from ALL_TOOLS or tools.search(...)", id)}
 	}
 	if !e.Guest() {
-		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+		return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
 			Message: fmt.Sprintf("%s is an MCP tool: call it as MCP.%s.%s({...})", id, e.JSServer, e.JSName)}
 	}
 	return e, nil
@@ -202,7 +196,8 @@ func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
 }
 
 // Async performs nested calls.
-func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]byte, error) {
+func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error) {
+	op, payload := c.Op, c.Payload
 	switch op {
 	case "callValue", "call":
 		var p struct {
@@ -216,7 +211,7 @@ func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]by
 		if err != nil {
 			return nil, err
 		}
-		res, err := d.Execute(ctx, e, p.Input)
+		res, err := d.Execute(ctx, c, e, p.Input)
 		if err != nil {
 			return nil, err
 		}
@@ -235,10 +230,10 @@ func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]by
 		}
 		e := d.Catalog.Lookup("mcp:" + p.Server + ":" + p.Tool)
 		if e == nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool",
+			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
 				Message: fmt.Sprintf("MCP server %q has no visible tool %q", p.Server, p.Tool)}
 		}
-		res, err := d.Execute(ctx, e, p.Input)
+		res, err := d.Execute(ctx, c, e, p.Input)
 		if err != nil {
 			return nil, err
 		}
@@ -249,7 +244,7 @@ func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]by
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
 		return d.resources(ctx, op, payload)
 	}
-	return nil, &sandbox.CallError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }
 
 func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) ([]byte, error) {
@@ -263,7 +258,7 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 		return nil, badRequest(err)
 	}
 	if d.Resources == nil || !d.Catalog.HasServer(p.Server) {
-		return nil, &sandbox.CallError{Name: "Error", Code: "unknown_server", Message: fmt.Sprintf("MCP server %q is not available in this run", p.Server)}
+		return nil, &api.ToolError{Name: "Error", Code: "unknown_server", Message: fmt.Sprintf("MCP server %q is not available in this run", p.Server)}
 	}
 	d.Counters.Call.Add(1)
 	var res json.RawMessage
@@ -282,7 +277,7 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 		return nil, guestError(err)
 	}
 	if len(res) > MaxResultBytes {
-		return nil, &sandbox.CallError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("result is %d bytes (limit %d)", len(res), MaxResultBytes)}
+		return nil, &api.ToolError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("result is %d bytes (limit %d)", len(res), MaxResultBytes)}
 	}
 	// The declarations promise arrays for the list calls (mcp/index.d.ts): unwrap the MCP result.
 	field := map[string]string{"mcp.resources.list": "resources", "mcp.prompts.list": "prompts"}[op]
@@ -298,18 +293,22 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 	return res, nil
 }
 
-// Execute runs one catalog entry through the shared executor path.
-func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
+// Execute runs one catalog entry through the shared executor path: every nested call — tools.*,
+// MCP.*, namespaces — ends here. c is the sandbox call it answers (nil outside a cell).
+func (d *Dispatcher) Execute(ctx context.Context, c *sandbox.Call, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
 	d.Counters.Call.Add(1)
 	if len(bytes.TrimSpace(input)) == 0 || bytes.Equal(bytes.TrimSpace(input), []byte("null")) {
 		input = json.RawMessage("{}")
 	}
-	callID := fmt.Sprintf("%s/%d", d.ParentCallID, d.nextCall.Add(1))
+	callID := d.ParentCallID + "/direct"
+	if c != nil {
+		callID = c.ID
+	}
 	start := time.Now()
 	ev := api.TrajectoryEvent{Kind: api.EventNested, Time: start, Run: d.Run, CallID: callID,
 		ParentCallID: d.ParentCallID, Tool: e.ID, Input: input}
-	res, err := d.execute(ctx, e, input, callID, &ev)
-	if d.Trajectory != nil {
+	res, err := d.execute(ctx, c, e, input, callID, &ev)
+	if t := d.Gate.Trajectory; t != nil {
 		ev.DurationMs = time.Since(start).Milliseconds()
 		switch {
 		case err != nil:
@@ -322,49 +321,55 @@ func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.R
 		if res != nil {
 			ev.Result, _ = json.Marshal(resultJSON(res))
 		}
-		d.Trajectory.Record(ev)
+		t.Record(ev)
 	}
 	return res, err
 }
 
 // execute runs the call; ev is its trajectory event, completed here with the input that ran.
-func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, callID string, ev *api.TrajectoryEvent) (*api.Result, error) {
+func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, e *catalog.Entry, input json.RawMessage, callID string, ev *api.TrajectoryEvent) (*api.Result, error) {
 	if err := e.ContractError(); err != nil {
-		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
+		return nil, &api.ToolError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
 	}
 	if d.RestartSafe && !e.Tool.ReadOnly {
-		return nil, &sandbox.CallError{Name: "Error", Code: "not_replay_safe",
+		return nil, &api.ToolError{Name: "Error", Code: "not_replay_safe",
 			Message: fmt.Sprintf("%s is not declared read-only/replay-safe and this exec is restartSafe: it was not called", e.ID)}
 	}
 	if !json.Valid(input) {
-		return nil, &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
+		return nil, &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "tool input is not valid JSON"}
 	}
 	hev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}
-	err := Gate(ctx, d.Hooks, d.Approvals, hev, e.ID)
+	need, err := d.Gate.Check(ctx, hev, e.Tool.ReadOnly, e.ID)
 	if !bytes.Equal(hev.Input, input) {
 		ev.Input, ev.OriginalInput = hev.Input, input
 	}
 	if err != nil {
 		return nil, err
 	}
+	if need != nil {
+		req := api.ApprovalRequest{CallID: callID, Tool: e.ID, Input: hev.Input, ReadOnly: e.Tool.ReadOnly, Run: d.Run, RunID: d.RunID}
+		if err := d.awaitApproval(ctx, c, need, req); err != nil {
+			return nil, err
+		}
+	}
 	impl := e.Tool
 	if t, ok := d.Tools[e.ID]; ok {
 		impl = t
 	}
 	if impl.Execute == nil {
-		return nil, &sandbox.CallError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}
+		return nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}
 	}
 	res, err := impl.Execute(ctx, &api.Call{ToolID: e.ID, Input: hev.Input, Run: d.Run, ParentCallID: d.ParentCallID,
 		Update: d.updater(callID, e.ID)})
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, &sandbox.CallError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
+			return nil, &api.ToolError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
 		}
 		ge := guestError(err)
 		if !strings.Contains(ge.Message, e.ID) {
 			// Name the tool (and for MCP the server): "mcp:github:create_issue: server not connected".
-			ge = &sandbox.CallError{Name: ge.Name, Code: ge.Code, Details: ge.Details, Message: e.ID + ": " + ge.Message}
+			ge = &api.ToolError{Name: ge.Name, Code: ge.Code, Details: ge.Details, Message: e.ID + ": " + ge.Message}
 		}
 		return nil, ge
 	}
@@ -372,15 +377,15 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 		res = &api.Result{}
 	}
 	if n := len(res.Details) + contentSize(res.Content); n > MaxResultBytes {
-		return nil, &sandbox.CallError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("%s returned %d bytes (limit %d)", e.ID, n, MaxResultBytes)}
+		return nil, &api.ToolError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("%s returned %d bytes (limit %d)", e.ID, n, MaxResultBytes)}
 	}
 	if len(res.Details) > 0 && !json.Valid(res.Details) {
-		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_result", Message: e.ID + " returned details that are not valid JSON"}
+		return nil, &api.ToolError{Name: "Error", Code: "invalid_result", Message: e.ID + " returned details that are not valid JSON"}
 	}
 	if c := e.Contract(); c != nil {
 		if err := c.Check(res.Details); err != nil {
 			// O4: fail without printing the value.
-			return nil, &sandbox.CallError{Name: "Error", Code: "output_contract_violation",
+			return nil, &api.ToolError{Name: "Error", Code: "output_contract_violation",
 				Message: fmt.Sprintf("%s returned details that do not match its declared outputSchema (%s)", e.ID, err)}
 		}
 	}
@@ -390,11 +395,12 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 // updater is the Update function of a nested call (E1): progress a tool streams reaches the
 // trajectory. Nil when nothing listens.
 func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
-	if d.Trajectory == nil {
+	t := d.Gate.Trajectory
+	if t == nil {
 		return nil
 	}
 	return func(b api.ContentBlock) {
-		d.Trajectory.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
+		t.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
 			ParentCallID: d.ParentCallID, Tool: toolID, Update: &b})
 	}
 }
@@ -408,8 +414,8 @@ func contentSize(blocks []api.ContentBlock) int {
 }
 
 // guestError converts a tool error into plain guest data.
-func guestError(err error) *sandbox.CallError {
-	var ce *sandbox.CallError
+func guestError(err error) *api.ToolError {
+	var ce *api.ToolError
 	if errors.As(err, &ce) {
 		return ce
 	}
@@ -417,7 +423,7 @@ func guestError(err error) *sandbox.CallError {
 	if len(msg) > 4000 {
 		msg = msg[:4000] + "…"
 	}
-	return &sandbox.CallError{Name: "Error", Code: "tool_error", Message: msg}
+	return &api.ToolError{Name: "Error", Code: "tool_error", Message: msg}
 }
 
 func resultJSON(res *api.Result) map[string]any {
@@ -442,7 +448,7 @@ func valueOf(e *catalog.Entry, res *api.Result) ([]byte, error) {
 		if msg == "" {
 			msg = "the tool reported an error"
 		}
-		return nil, &sandbox.CallError{Name: "Error", Code: "tool_error", Message: e.ID + ": " + msg, Details: res.Details}
+		return nil, &api.ToolError{Name: "Error", Code: "tool_error", Message: e.ID + ": " + msg, Details: res.Details}
 	}
 	if len(res.Details) > 0 {
 		return res.Details, nil
@@ -461,43 +467,4 @@ func textOf(blocks []api.ContentBlock) string {
 		}
 	}
 	return strings.Join(parts, "\n")
-}
-
-// Gate runs the shared pre-call path for any tool call — nested, direct or the exec itself: the
-// before_tool_call hooks in order (the first block wins, rewrites chain into ev.Input), then the
-// approval policy (E1). It returns nil or a *sandbox.CallError the caller reports as is.
-func Gate(ctx context.Context, hooks []api.BeforeToolCallHook, approvals api.ApprovalPolicy, ev *api.ToolCallEvent, label string) error {
-	for _, h := range hooks {
-		dec, err := h(ctx, ev)
-		if err != nil {
-			return &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: fmt.Sprintf("a before_tool_call hook failed for %s: %v", label, err)}
-		}
-		if dec.Block {
-			reason := dec.Reason
-			if reason == "" {
-				reason = "blocked by policy"
-			}
-			return &sandbox.CallError{Name: "Error", Code: "blocked", Message: fmt.Sprintf("%s was blocked: %s", label, reason)}
-		}
-		if dec.Input != nil {
-			if !json.Valid(dec.Input) {
-				return &sandbox.CallError{Name: "Error", Code: "hook_failed", Message: "a before_tool_call hook rewrote the input to invalid JSON"}
-			}
-			ev.Input = dec.Input
-		}
-	}
-	if approvals == nil {
-		return nil
-	}
-	ok, reason, err := approvals.Approve(ctx, ev)
-	if err != nil {
-		return &sandbox.CallError{Name: "Error", Code: "approval_failed", Message: fmt.Sprintf("approval for %s failed: %v", label, err)}
-	}
-	if !ok {
-		if reason == "" {
-			reason = "not approved"
-		}
-		return &sandbox.CallError{Name: "Error", Code: "not_approved", Message: fmt.Sprintf("%s was not approved: %s", label, reason)}
-	}
-	return nil
 }

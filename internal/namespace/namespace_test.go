@@ -132,8 +132,8 @@ func TestSerialize(t *testing.T) { // N3, N4
 	}{
 		{"callables and data", map[string]any{
 			"repository": shared, "again": shared, // shared reference, no cycle
-			"list":       api.NamespaceTool("github_list_issues", nil),
-			"nested":     map[string]any{"update": api.NamespaceTool("github_update_issue", nil), "n": 3},
+			"list":   api.NamespaceTool("github_list_issues", nil),
+			"nested": map[string]any{"update": api.NamespaceTool("github_update_issue", nil), "n": 3},
 		}, `{"again":{"owner":"acme","repo":"app"},"list":null,"nested":{"n":3,"update":null},"repository":{"owner":"acme","repo":"app"}}`,
 			[]string{"list:github_list_issues", "nested.update:github_update_issue"}, ""},
 		{"non-JSON values become safe fallbacks", map[string]any{

@@ -37,6 +37,7 @@ const (
 type Backend interface {
 	Put(id string, scope api.RunContext, v Suspended, bytes int) error
 	Acquire(id string, scope api.RunContext) (*Entry, error)
+	Lookup(id string, scope api.RunContext) (*Entry, error)
 	Release(e *Entry, bytes int)
 	Remove(e *Entry)
 	Cancel(id string) bool
@@ -110,6 +111,26 @@ func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) err
 func (s *Store) Acquire(id string, scope api.RunContext) (*Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	e, err := s.lookupLocked(id, scope)
+	if err != nil {
+		return nil, err
+	}
+	if e.busy {
+		return nil, ErrBusy
+	}
+	e.busy = true
+	return e, nil
+}
+
+// Lookup returns a run after the same scope checks as Acquire, without taking it: for operations
+// that may happen while a wait runs (deciding an approval). The value must be safe for that.
+func (s *Store) Lookup(id string, scope api.RunContext) (*Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookupLocked(id, scope)
+}
+
+func (s *Store) lookupLocked(id string, scope api.RunContext) (*Entry, error) {
 	s.expireLocked()
 	e, ok := s.runs[id]
 	if !ok {
@@ -124,10 +145,6 @@ func (s *Store) Acquire(id string, scope api.RunContext) (*Entry, error) {
 	if e.Scope.RunID != "" && scope.RunID != "" && scope.RunID != e.Scope.RunID {
 		return nil, ErrWrongRun
 	}
-	if e.busy {
-		return nil, ErrBusy
-	}
-	e.busy = true
 	return e, nil
 }
 

@@ -50,9 +50,9 @@ func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (qu
 }
 
 func (r *Run) outputExceeded(n int) error {
-	r.abortCode = CodeOutputLimit
+	r.abortCode = api.CodeOutputLimit
 	r.abortMsg = fmt.Sprintf("output limit exceeded: an output entry of %d bytes does not fit in maxOutputBytes (%d; %d used)", n, r.maxOut, r.outBytes)
-	return &CallError{Name: "RangeError", Message: r.abortMsg, Code: CodeOutputLimit}
+	return &api.ToolError{Name: "RangeError", Message: r.abortMsg, Code: string(api.CodeOutputLimit)}
 }
 
 // hostSync implements synchronous requests: sync(op, json) → json.
@@ -84,7 +84,7 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 		return quickjs.Undefined, err
 	}
 	if len(r.calls) >= r.maxPending+MaxQueued {
-		return quickjs.Undefined, &CallError{Name: "RangeError", Code: "too_many_pending_calls",
+		return quickjs.Undefined, &api.ToolError{Name: "RangeError", Code: "too_many_pending_calls",
 			Message: fmt.Sprintf("too many pending nested calls: %d are running or queued (maxPendingToolCalls %d + queue %d); await some before starting more", len(r.calls), r.maxPending, MaxQueued)}
 	}
 	cap, err := vm.NewPromise()
@@ -128,7 +128,7 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
-			return "", nil, &CallError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, maxBridgePayload)}
+			return "", nil, &api.ToolError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, maxBridgePayload)}
 		}
 		return "", nil, err
 	}
@@ -151,27 +151,29 @@ func (r *Run) startQueued() {
 		c.cancel = cancel
 		c.started = time.Now()
 		r.wg.Add(1)
-		go func(id int64, op string, payload []byte) {
+		hc := &Call{ID: r.callID(c.id), Op: c.op, Payload: c.payload, run: r, n: c.id}
+		go func() {
 			defer r.wg.Done()
 			defer cancel()
-			res, err := r.safeAsync(cctx, op, payload)
+			res, err := r.safeAsync(cctx, hc)
 			r.mu.Lock()
 			r.running--
+			delete(r.awaiting, hc.n)
 			r.mu.Unlock()
-			r.push(completion{id: id, result: res, err: err})
-		}(c.id, c.op, c.payload)
+			r.push(completion{id: hc.n, result: res, err: err})
+		}()
 	}
 }
 
 // safeAsync calls the host, turning a panicking tool into an error: a tool bug must not take the
 // process down.
-func (r *Run) safeAsync(ctx context.Context, op string, payload []byte) (res []byte, err error) {
+func (r *Run) safeAsync(ctx context.Context, c *Call) (res []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			res, err = nil, &CallError{Name: "Error", Code: CodeInternal, Message: fmt.Sprintf("tool failed: internal error (%v)", p)}
+			res, err = nil, &api.ToolError{Name: "Error", Code: string(api.CodeInternal), Message: fmt.Sprintf("tool failed: internal error (%v)", p)}
 		}
 	}()
-	return r.host.Async(ctx, op, payload)
+	return r.host.Async(ctx, c)
 }
 
 func (r *Run) push(c completion) {
@@ -183,16 +185,13 @@ func (r *Run) push(c completion) {
 	if r.readyBytes+len(c.result) > MaxUndeliveredBytes {
 		// A suspended run whose calls keep finishing must not grow host memory without bound:
 		// past the budget, results are replaced by an error the cell can catch.
-		c = completion{id: c.id, err: &CallError{Name: "RangeError", Code: "result_dropped",
+		c = completion{id: c.id, err: &api.ToolError{Name: "RangeError", Code: "result_dropped",
 			Message: fmt.Sprintf("result dropped: this run already holds %d bytes of undelivered results (limit %d); call wait to receive them", r.readyBytes, MaxUndeliveredBytes)}}
 	}
 	r.readyBytes += len(c.result)
 	r.ready = append(r.ready, c)
 	r.mu.Unlock()
-	select {
-	case r.notify <- struct{}{}:
-	default:
-	}
+	r.wake()
 }
 
 func (r *Run) cancelTimer(id int64) {
@@ -227,6 +226,9 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 		}
 		c.settled = true
 		delete(r.calls, c.id)
+		if c.op != "sleep" && c.op != "yield" {
+			r.delivered = append(r.delivered, r.callID(c.id))
+		}
 		n++
 		r.settle(vm, c, done)
 		vm.Free(c.resolve)
@@ -241,9 +243,9 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 
 func (r *Run) settle(vm *quickjs.VM, c *call, done completion) {
 	if done.err != nil {
-		ce, ok := done.err.(*CallError)
+		ce, ok := done.err.(*api.ToolError)
 		if !ok {
-			ce = &CallError{Name: "Error", Message: done.err.Error()}
+			ce = &api.ToolError{Name: "Error", Message: done.err.Error()}
 		}
 		ev, err := r.makeGuestErrorValue(vm, ce)
 		if err != nil {
@@ -262,7 +264,7 @@ func (r *Run) settle(vm *quickjs.VM, c *call, done completion) {
 	if err != nil {
 		// The host produced invalid JSON: reject rather than hand over garbage.
 		vm.Free(vm.TakeException())
-		ev, err := r.makeGuestErrorValue(vm, &CallError{Name: "Error", Code: CodeInternal, Message: "tool result is not valid JSON"})
+		ev, err := r.makeGuestErrorValue(vm, &api.ToolError{Name: "Error", Code: string(api.CodeInternal), Message: "tool result is not valid JSON"})
 		if err != nil {
 			return
 		}
@@ -278,10 +280,10 @@ func (r *Run) settle(vm *quickjs.VM, c *call, done completion) {
 
 // makeGuestError adapts quickjs.GuestError to the prelude's error builder.
 func (r *Run) makeGuestError(vm *quickjs.VM, e *quickjs.GuestError) (quickjs.Value, error) {
-	return r.makeGuestErrorValue(vm, &CallError{Name: e.Name, Message: e.Message, Code: e.Code})
+	return r.makeGuestErrorValue(vm, &api.ToolError{Name: e.Name, Message: e.Message, Code: e.Code})
 }
 
-func (r *Run) makeGuestErrorValue(vm *quickjs.VM, ce *CallError) (quickjs.Value, error) {
+func (r *Run) makeGuestErrorValue(vm *quickjs.VM, ce *api.ToolError) (quickjs.Value, error) {
 	b, _ := json.Marshal(ce)
 	s, err := vm.NewString(string(b))
 	if err != nil {

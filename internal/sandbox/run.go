@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,8 +26,9 @@ type Limits struct {
 	MaxPending     int           // concurrent nested calls; more are queued (up to MaxQueued)
 	// MaxSnapshotBytes bounds the compressed snapshot of a suspended run (0 = unlimited).
 	MaxSnapshotBytes int64
-	// NoDrain suspends instead of draining nested calls inside the exec (restart-safe runs, X9).
-	NoDrain bool
+	// RestartSafe suspends instead of draining nested calls inside the exec (X9): each step of a
+	// restart-safe run's pending work is a model-visible wait.
+	RestartSafe bool
 }
 
 // MaxQueued bounds nested calls waiting for a slot beyond MaxPending. A cell that starts more
@@ -38,45 +40,64 @@ const MaxQueued = 1024
 // (tool and MCP calls); ctx is cancelled when the run is cancelled or ends.
 type Host interface {
 	Sync(op string, payload []byte) ([]byte, error)
-	Async(ctx context.Context, op string, payload []byte) ([]byte, error)
+	Async(ctx context.Context, c *Call) ([]byte, error)
 	// PendingLabel names an async request for `pendingToolCalls` (e.g. a catalog id).
 	PendingLabel(op string, payload []byte) string
 }
 
-// CallError is a host error delivered to the guest as a plain, catchable Error (G4–G5, Z3).
-type CallError struct {
-	Name    string          `json:"name"`
-	Message string          `json:"message"`
-	Code    string          `json:"code,omitempty"`
-	Details json.RawMessage `json:"details,omitempty"`
+// Call is one asynchronous request as the host sees it.
+type Call struct {
+	// ID is the call's id, "<parent call id>/<n>": the same in pendingToolCalls, approvals and
+	// the trajectory, and stable across suspend and resume.
+	ID      string
+	Op      string
+	Payload []byte
+	run     *Run
+	n       int64
 }
 
-func (e *CallError) Error() string { return e.Message }
+// AwaitDecision tells the run that the call waits for a person's decision on req. asking says
+// whether somebody is being asked right now (an Approver): that counts as progress, like a slow
+// tool. When nobody is (the embedder decides later), the run suspends with reason "approval" as
+// soon as nothing else can progress, and lists req in pendingApprovals.
+func (c *Call) AwaitDecision(req api.ApprovalRequest, asking bool) {
+	r := c.run
+	r.mu.Lock()
+	r.awaiting[c.n] = &awaiting{req: req, asking: asking}
+	r.mu.Unlock()
+	r.wake()
+}
 
-// Status, error codes and reasons are the api package's (SPEC §3, Z).
+// Decided says the decision arrived: the call goes on (or fails) like any running call.
+func (c *Call) Decided() {
+	r := c.run
+	r.mu.Lock()
+	delete(r.awaiting, c.n)
+	r.mu.Unlock()
+	r.wake()
+}
+
+type awaiting struct {
+	req    api.ApprovalRequest
+	asking bool
+}
+
+// The api package's status and reason names, short.
 const (
-	StatusCompleted        = api.StatusCompleted
-	StatusWaiting          = api.StatusWaiting
-	StatusFailed           = api.StatusFailed
-	CodeInvalidInput       = api.CodeInvalidInput
-	CodeRuntimeUnavailable = api.CodeRuntimeUnavailable
-	CodeTimeout            = api.CodeTimeout
-	CodeOutputLimit        = api.CodeOutputLimit
-	CodeSnapshotLimit      = api.CodeSnapshotLimit
-	CodeInternal           = api.CodeInternal
-	ReasonPendingTools     = api.ReasonPendingTools
-	ReasonYield            = api.ReasonYield
+	StatusCompleted    = api.StatusCompleted
+	StatusWaiting      = api.StatusWaiting
+	StatusFailed       = api.StatusFailed
+	ReasonPendingTools = api.ReasonPendingTools
+	ReasonYield        = api.ReasonYield
+	ReasonApproval     = api.ReasonApproval
 )
 
-// Outcome is the result of driving a run until it completes, fails or suspends.
+// Outcome is the result of driving a run until it completes, fails or suspends: the result
+// union (without telemetry and run id, which the caller adds) and the nested calls whose results
+// this exec or wait delivered into the VM (for the trajectory).
 type Outcome struct {
-	Status  string
-	Value   json.RawMessage       // completed
-	Error   string                // failed
-	Code    string                // failed (optional)
-	Reason  string                // waiting
-	Pending []api.PendingToolCall // waiting
-	Output  []api.Output          // produced since the previous outcome of this run
+	api.ExecResult
+	Delivered []string
 }
 
 // call is one async bridge request: in flight, queued, or settled but not yet delivered.
@@ -110,14 +131,17 @@ type Run struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
-	mu         sync.Mutex // guards ready, readyBytes, running and closed, shared with call goroutines
+	mu         sync.Mutex // guards ready, readyBytes, running, awaiting and closed, shared with call goroutines
 	ready      []completion
 	readyBytes int
 	notify     chan struct{}
 	closed     bool
-	running    int // async calls holding a concurrency slot
+	running    int                 // async calls holding a concurrency slot
+	awaiting   map[int64]*awaiting // running calls waiting for a person's decision
 
 	// VM-goroutine state (exec/wait are serialised by the caller).
+	idPrefix   string // calls are "<idPrefix>/<n>"
+	delivered  []string
 	maxPending int
 	calls      map[int64]*call
 	queue      []*call
@@ -134,30 +158,31 @@ type Run struct {
 	output      []api.Output
 	outBytes    int
 	maxOut      int
-	abortCode   string // set by the host side; the interrupt handler then stops the guest
+	abortCode   api.ErrorCode // set by the host side; the interrupt handler then stops the guest
 	abortMsg    string
 	interrupts  bool
 	deadline    time.Time
 	ended       bool
 	memLimit    uint64
-	noDrain     bool // restart-safe: suspend on pending work instead of draining it
+	restartSafe bool // suspend on pending work instead of draining it (X9)
 	resumed     bool // a wait just restored the VM: deliver once before suspending again
 }
 
 // Start creates a run for a prepared program from a catalog template and drives it until it
-// completes, fails or suspends.
-func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmpl *Template, lim Limits) (*Run, Outcome) {
+// completes, fails or suspends. callID is the exec call's id: the run's nested calls are
+// "<callID>/<n>".
+func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmpl *Template, lim Limits, callID string) (*Run, Outcome) {
 	rctx, cancel := context.WithCancel(context.Background())
 	r := &Run{
-		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl,
-		notify: make(chan struct{}, 1), calls: map[int64]*call{},
+		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl, idPrefix: callID,
+		notify: make(chan struct{}, 1), calls: map[int64]*call{}, awaiting: map[int64]*awaiting{},
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
-		maxSnapshot: int(lim.MaxSnapshotBytes), noDrain: lim.NoDrain,
+		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: lim.RestartSafe,
 	}
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
 		r.Close()
-		return r, r.fail(CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
+		return r, r.fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	defer vm.Close()
 	stop := r.arm(vm, lim.Timeout)
@@ -191,7 +216,7 @@ func (r *Run) begin(vm *quickjs.VM) (Outcome, bool) {
 			if r.overran() {
 				return r.timeoutFailure(), false
 			}
-			return r.fail(CodeInvalidInput, msg), false
+			return r.fail(api.CodeInvalidInput, msg), false
 		}
 		return r.vmFailure(vm, err), false
 	}
@@ -289,12 +314,12 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 			return r.complete()
 		}
 		if time.Now().After(r.deadline) {
-			return r.suspend(vm, ReasonPendingTools)
+			return r.suspend(vm, r.suspendReason())
 		}
 		if r.yieldAsked {
 			return r.suspend(vm, ReasonYield)
 		}
-		if r.noDrain && len(r.calls) > 0 && !r.resumed {
+		if r.restartSafe && len(r.calls) > 0 && !r.resumed {
 			// X9: restart-safe runs are never drained automatically; each step of pending work
 			// becomes a model-visible wait, so a replay after a restart can rebuild it.
 			return r.suspend(vm, ReasonPendingTools)
@@ -309,6 +334,11 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		if len(r.calls) == 0 {
 			return r.fail("", "the cell is awaiting a promise that nothing will settle (no tool call, timer or yield is pending)")
 		}
+		if r.stuckOnDecisions() {
+			// Only calls waiting for a decision nobody is being asked for remain: the embedder
+			// must decide (Surface.Decide), so return now rather than at the deadline.
+			return r.suspend(vm, ReasonApproval)
+		}
 		if r.spinForCompletion() {
 			continue
 		}
@@ -316,7 +346,7 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		case <-r.notify:
 		case <-deadline.C:
 		case <-ctx.Done():
-			return r.fail(CodeTimeout, "exec cancelled: "+ctx.Err().Error())
+			return r.fail(api.CodeTimeout, "exec cancelled: "+ctx.Err().Error())
 		}
 	}
 }
@@ -342,6 +372,60 @@ func (r *Run) spinForCompletion() bool {
 		}
 	}
 	return false
+}
+
+// wake tells the VM goroutine that something changed (a completion, a decision awaited).
+func (r *Run) wake() {
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// suspendReason is "approval" while a call waits for a decision, else "pending_tools".
+func (r *Run) suspendReason() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.awaiting) > 0 {
+		return ReasonApproval
+	}
+	return ReasonPendingTools
+}
+
+// stuckOnDecisions reports whether the run cannot progress until someone decides: every running
+// call waits for a decision nobody is being asked for, no result is ready and no timer runs.
+// (Queued calls wait for the slots those calls hold.)
+func (r *Run) stuckOnDecisions() bool {
+	for _, c := range r.calls {
+		if c.op == "sleep" && !c.settled {
+			return false
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	manual := 0
+	for _, a := range r.awaiting {
+		if !a.asking {
+			manual++
+		}
+	}
+	return manual > 0 && manual == r.running && len(r.ready) == 0
+}
+
+// PendingApprovals lists the calls waiting for a decision, oldest first.
+func (r *Run) PendingApprovals() []api.ApprovalRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ns := make([]int64, 0, len(r.awaiting))
+	for n := range r.awaiting {
+		ns = append(ns, n)
+	}
+	slices.Sort(ns)
+	out := make([]api.ApprovalRequest, len(ns))
+	for i, n := range ns {
+		out[i] = r.awaiting[n].req
+	}
+	return out
 }
 
 func (r *Run) runningCalls() int {
@@ -397,7 +481,7 @@ func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
-			return r.fail(CodeOutputLimit, fmt.Sprintf("output limit exceeded: the return value is %d bytes and %d of maxOutputBytes (%d) remain", tl.Len, max(budget, 0), r.maxOut)), false
+			return r.fail(api.CodeOutputLimit, fmt.Sprintf("output limit exceeded: the return value is %d bytes and %d of maxOutputBytes (%d) remain", tl.Len, max(budget, 0), r.maxOut)), false
 		}
 		return r.vmFailure(vm, err), false
 	}
@@ -410,19 +494,19 @@ func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 // complete ends the run with the body's value: nothing is pending any more.
 func (r *Run) complete() Outcome {
 	r.end()
-	return Outcome{Status: StatusCompleted, Value: json.RawMessage(r.value), Output: r.takeOutput()}
+	return Outcome{ExecResult: api.ExecResult{Status: StatusCompleted, Value: json.RawMessage(r.value), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
 }
 
-func (r *Run) fail(code, msg string) Outcome {
+func (r *Run) fail(code api.ErrorCode, msg string) Outcome {
 	r.end()
-	return Outcome{Status: StatusFailed, Error: msg, Code: code, Output: r.takeOutput()}
+	return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Error: msg, Code: code, Output: r.takeOutput()}, Delivered: r.takeDelivered()}
 }
 
 func (r *Run) timeoutFailure() Outcome {
 	if r.ctx.Err() != nil {
-		return r.fail(CodeTimeout, "code mode run was cancelled"+r.cancelledNote())
+		return r.fail(api.CodeTimeout, "code mode run was cancelled"+r.cancelledNote())
 	}
-	return r.fail(CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)"+r.cancelledNote())
+	return r.fail(api.CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)"+r.cancelledNote())
 }
 
 // cancelledNote tells the model which pending work a failure cancels: a call the cell started
@@ -456,7 +540,7 @@ func (r *Run) vmFailure(vm *quickjs.VM, err error) Outcome {
 	case vm.Killed() || r.interrupts:
 		return r.timeoutFailure()
 	case errors.Is(err, quickjs.ErrKilled):
-		return r.fail(CodeRuntimeUnavailable, "the QuickJS VM stopped abnormally: "+err.Error())
+		return r.fail(api.CodeRuntimeUnavailable, "the QuickJS VM stopped abnormally: "+err.Error())
 	case errors.Is(err, quickjs.ErrPendingException):
 		exc := vm.TakeException()
 		defer vm.Free(exc)
@@ -469,7 +553,7 @@ func (r *Run) vmFailure(vm *quickjs.VM, err error) Outcome {
 		}
 		return r.guestFailure(msg)
 	default:
-		return r.fail(CodeInternal, err.Error())
+		return r.fail(api.CodeInternal, err.Error())
 	}
 }
 
@@ -485,6 +569,12 @@ func (r *Run) guestFailure(msg string) Outcome {
 		return r.fail("", fmt.Sprintf("memory limit exceeded: the cell needed more than memoryLimitBytes (%d bytes)", r.memLimit)+r.cancelledNote())
 	}
 	return r.fail("", msg+r.cancelledNote())
+}
+
+func (r *Run) takeDelivered() []string {
+	d := r.delivered
+	r.delivered = nil
+	return d
 }
 
 func (r *Run) takeOutput() []api.Output {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/source"
 )
@@ -58,12 +59,13 @@ type fakeHost struct {
 
 func (h *fakeHost) Sync(op string, p []byte) ([]byte, error) {
 	if op == "fail" {
-		return nil, &CallError{Name: "Error", Message: "sync failure", Code: "nope"}
+		return nil, &api.ToolError{Name: "Error", Message: "sync failure", Code: "nope"}
 	}
 	return json.Marshal(map[string]any{"op": op, "payload": json.RawMessage(p)})
 }
 
-func (h *fakeHost) Async(ctx context.Context, op string, p []byte) ([]byte, error) {
+func (h *fakeHost) Async(ctx context.Context, c *Call) ([]byte, error) {
+	op, p := c.Op, c.Payload
 	h.mu.Lock()
 	h.calls = append(h.calls, op)
 	h.mu.Unlock()
@@ -82,7 +84,7 @@ func (h *fakeHost) Async(ctx context.Context, op string, p []byte) ([]byte, erro
 		}
 	}
 	if h.fail {
-		return nil, &CallError{Name: "Error", Message: "tool exploded", Code: "tool_error"}
+		return nil, &api.ToolError{Name: "Error", Message: "tool exploded", Code: "tool_error"}
 	}
 	var in struct {
 		ID    string          `json:"id"`
@@ -110,7 +112,7 @@ func runCell(tb testing.TB, host Host, code string, lim Limits) (*Run, Outcome) 
 	if host == nil {
 		host = &fakeHost{}
 	}
-	return eng.Start(context.Background(), host, prog, tmpl, lim)
+	return eng.Start(context.Background(), host, prog, tmpl, lim, "call")
 }
 
 func exec(tb testing.TB, code string) Outcome {
@@ -191,7 +193,7 @@ func TestOutputLimit(t *testing.T) { // P2, S5
 		t.Run(code, func(t *testing.T) {
 			r, o := runCell(t, nil, code, lim)
 			r.Close()
-			if o.Status != StatusFailed || o.Code != CodeOutputLimit {
+			if o.Status != StatusFailed || o.Code != api.CodeOutputLimit {
 				t.Fatalf("got %s %s %q", o.Status, o.Code, o.Error)
 			}
 			n := 0
@@ -206,7 +208,10 @@ func TestOutputLimit(t *testing.T) { // P2, S5
 }
 
 func TestErrors(t *testing.T) {
-	cases := []struct{ code, want, codeWant string }{
+	cases := []struct {
+		code, want string
+		codeWant   api.ErrorCode
+	}{
 		{"throw new TypeError('boom')", "TypeError: boom (line 1:", ""},
 		{"\n\nnull.x", "TypeError: cannot read property 'x' of null (line 3:", ""},
 		{"function f() {\n  throw new RangeError('deep')\n}\nf()", "RangeError: deep (line 2:", ""},
@@ -214,8 +219,8 @@ func TestErrors(t *testing.T) {
 		{"throw {a: 1}", `Uncaught {"a":1}`, ""},
 		{"throw null", "Uncaught null", ""},
 		{"const e = new Error('m'); e.code = 'E_X'; throw e", "Error: m [E_X]", ""},
-		{"return 1 +", "SyntaxError", CodeInvalidInput},
-		{"let x = ;", "SyntaxError", CodeInvalidInput},
+		{"return 1 +", "SyntaxError", api.CodeInvalidInput},
+		{"let x = ;", "SyntaxError", api.CodeInvalidInput},
 		{"await new Promise(() => {})", "nothing will settle", ""},
 		{"Promise.reject(new Error('late')); return 1", "", ""}, // unhandled rejections do not fail a completed cell
 	}
@@ -275,7 +280,7 @@ func TestTimeouts(t *testing.T) { // R2, S4: the deadline holds whatever the gue
 			if o.Status == StatusCompleted {
 				t.Fatalf("completed: %s", o.Value)
 			}
-			if o.Status == StatusFailed && o.Code != CodeTimeout && !strings.Contains(o.Error, "memory") {
+			if o.Status == StatusFailed && o.Code != api.CodeTimeout && !strings.Contains(o.Error, "memory") {
 				t.Fatalf("failed with %q (%s), want a timeout", o.Error, o.Code)
 			}
 			// A generous bound: the point is that it ends near timeoutMs, not after a minute.
@@ -316,7 +321,7 @@ func TestMemoryLimit(t *testing.T) { // R3: the VM fails, the host does not
 	lim.Timeout = 500 * time.Millisecond
 	r, o := runCell(t, nil, `try { const a = []; while (true) a.push({a: [1, 2, 3]}) } catch (e) { return "caught " + e }`, lim)
 	r.Close()
-	if o.Status != StatusFailed || !(o.Code == CodeTimeout || strings.Contains(o.Error, "memory")) {
+	if o.Status != StatusFailed || !(o.Code == api.CodeTimeout || strings.Contains(o.Error, "memory")) {
 		t.Fatalf("%+v", o)
 	}
 	if o := exec(t, "return 'alive'"); string(o.Value) != `"alive"` {
@@ -414,7 +419,7 @@ type maxHost struct {
 	cur, max atomic.Int64
 }
 
-func (h *maxHost) Async(ctx context.Context, op string, p []byte) ([]byte, error) {
+func (h *maxHost) Async(ctx context.Context, c *Call) ([]byte, error) {
 	n := h.cur.Add(1)
 	for {
 		m := h.max.Load()
@@ -499,7 +504,7 @@ func TestSuspendOnSlowCall(t *testing.T) { // X8, W1: pending calls keep running
 	lim.Timeout = 200 * time.Millisecond
 	r, o := runCell(t, host, `text("started"); const v = await tools.callValue("slow", {x: 1}); text("got it"); return v`, lim)
 	defer r.Close()
-	if o.Status != StatusWaiting || o.Reason != ReasonPendingTools || len(o.Pending) != 1 || o.Pending[0].Tool != "slow" {
+	if o.Status != StatusWaiting || o.Reason != ReasonPendingTools || len(o.PendingToolCalls) != 1 || o.PendingToolCalls[0].Tool != "slow" {
 		t.Fatalf("%+v", o)
 	}
 	if r.SnapshotBytes() == 0 || r.SnapshotBytes() > 300<<10 {
@@ -525,7 +530,7 @@ func TestSnapshotLimit(t *testing.T) { // W3, S5
 	lim.MaxSnapshotBytes = 2048
 	r, o := runCell(t, nil, `await yield_control(); return 1`, lim)
 	r.Close()
-	if o.Status != StatusFailed || o.Code != CodeSnapshotLimit {
+	if o.Status != StatusFailed || o.Code != api.CodeSnapshotLimit {
 		t.Fatalf("%+v", o)
 	}
 }
@@ -588,7 +593,7 @@ func TestCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	host := &fakeHost{release: make(chan struct{})}
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	r, o := eng.Start(ctx, host, prog, tmpl, defaultLimits())
+	r, o := eng.Start(ctx, host, prog, tmpl, defaultLimits(), "call")
 	r.Close()
 	if o.Status != StatusFailed || !strings.Contains(o.Error, "cancel") {
 		t.Fatalf("%+v", o)

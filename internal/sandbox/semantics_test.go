@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 // TestPendingWorkDrains is issue 14 item 1 (X7): `completed` only when nothing is pending. Work a
@@ -80,7 +82,7 @@ func TestPendingWorkSuspends(t *testing.T) {
 	short := defaultLimits()
 	short.Timeout = 150 * time.Millisecond
 	noDrain := defaultLimits()
-	noDrain.NoDrain = true
+	noDrain.RestartSafe = true
 	cases := []struct {
 		name   string
 		code   string
@@ -107,8 +109,8 @@ func TestPendingWorkSuspends(t *testing.T) {
 			}
 			r, o := runCell(t, host, tc.code, tc.lim)
 			defer r.Close()
-			if o.Status != StatusWaiting || o.Reason != tc.reason || len(o.Pending) == 0 {
-				t.Fatalf("got %s %q %q pending %v, want waiting (%s)", o.Status, o.Reason, o.Error, o.Pending, tc.reason)
+			if o.Status != StatusWaiting || o.Reason != tc.reason || len(o.PendingToolCalls) == 0 {
+				t.Fatalf("got %s %q %q pending %v, want waiting (%s)", o.Status, o.Reason, o.Error, o.PendingToolCalls, tc.reason)
 			}
 			lim := tc.lim
 			lim.Timeout = 5 * time.Second
@@ -185,7 +187,7 @@ func TestValueCountsAgainstOutputLimit(t *testing.T) {
 	lim.MaxOutputBytes = 1024
 	r, o := runCell(t, nil, `setTimeout(() => text("y".repeat(600)), 1); return "x".repeat(600)`, lim)
 	r.Close()
-	if o.Status != StatusFailed || o.Code != CodeOutputLimit {
+	if o.Status != StatusFailed || o.Code != api.CodeOutputLimit {
 		t.Fatalf("%+v", o)
 	}
 }
@@ -246,7 +248,7 @@ func TestDeadlineHoles(t *testing.T) {
 			r, o := runCell(t, host, c.code, lim)
 			r.Close()
 			took := time.Since(start)
-			if o.Status != StatusFailed || o.Code != CodeTimeout {
+			if o.Status != StatusFailed || o.Code != api.CodeTimeout {
 				t.Fatalf("got %s %s %q (%s) after %v, want a timeout", o.Status, o.Value, o.Error, o.Code, took)
 			}
 			// Generous: the hard kill lands at timeout + grace; this only proves it lands at all.
@@ -267,7 +269,7 @@ func TestDeadlineHolesInWait(t *testing.T) {
 		t.Fatalf("%+v", o)
 	}
 	o = r.Resume(context.Background(), lim)
-	if o.Status != StatusFailed || o.Code != CodeTimeout {
+	if o.Status != StatusFailed || o.Code != api.CodeTimeout {
 		t.Fatalf("%+v", o)
 	}
 }
@@ -302,7 +304,7 @@ func TestSyntaxErrorsPointAtTheCell(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.code, func(t *testing.T) {
 			o := exec(t, c.code)
-			if o.Status != StatusFailed || o.Code != CodeInvalidInput || o.Error != c.want {
+			if o.Status != StatusFailed || o.Code != api.CodeInvalidInput || o.Error != c.want {
 				t.Fatalf("got %s %s %q, want invalid_input %q", o.Status, o.Code, o.Error, c.want)
 			}
 		})

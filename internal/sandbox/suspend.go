@@ -19,18 +19,21 @@ var ErrNotSuspended = errors.New("sandbox: run is not suspended")
 func (r *Run) suspend(vm *quickjs.VM, reason string) Outcome {
 	img, err := vm.CaptureView()
 	if err != nil {
-		return r.fail(CodeInternal, "cannot snapshot the VM: "+err.Error())
+		return r.fail(api.CodeInternal, "cannot snapshot the VM: "+err.Error())
 	}
 	snap := EncodeSnapshot(r.eng.snapKey, r.tmpl, img)
 	if r.maxSnapshot > 0 && len(snap) > r.maxSnapshot {
-		return r.fail(CodeSnapshotLimit, fmt.Sprintf("snapshot limit exceeded: the suspended VM needs %d bytes and maxSnapshotBytes is %d", len(snap), r.maxSnapshot))
+		return r.fail(api.CodeSnapshotLimit, fmt.Sprintf("snapshot limit exceeded: the suspended VM needs %d bytes and maxSnapshotBytes is %d", len(snap), r.maxSnapshot))
 	}
 	r.snapshot = snap
-	return Outcome{Status: StatusWaiting, Reason: reason, Pending: r.PendingInfo(), Output: r.takeOutput()}
+	return r.waiting(reason)
 }
 
-// Suspended reports whether the run holds a snapshot waiting for Resume.
-func (r *Run) Suspended() bool { return r.snapshot != nil && !r.ended }
+// waiting is the outcome of a suspended run.
+func (r *Run) waiting(reason string) Outcome {
+	return Outcome{ExecResult: api.ExecResult{Status: StatusWaiting, Reason: reason, PendingToolCalls: r.PendingInfo(),
+		PendingApprovals: r.PendingApprovals(), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
+}
 
 // SnapshotBytes is what the suspended run holds: the compressed snapshot plus the body's value
 // when the body already returned (0 when not suspended).
@@ -49,7 +52,7 @@ func (r *Run) PendingInfo() []api.PendingToolCall {
 		if c.settled {
 			continue
 		}
-		out = append(out, api.PendingToolCall{ID: callID(c.id), Tool: c.label, RunningMs: now.Sub(c.started).Milliseconds()})
+		out = append(out, api.PendingToolCall{ID: r.callID(c.id), Tool: c.label, RunningMs: now.Sub(c.started).Milliseconds()})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		return out[i].RunningMs > out[j].RunningMs || out[i].RunningMs == out[j].RunningMs && out[i].ID < out[j].ID
@@ -57,7 +60,8 @@ func (r *Run) PendingInfo() []api.PendingToolCall {
 	return out
 }
 
-func callID(n int64) string { return "call_" + strconv.FormatInt(n, 10) }
+// callID names the run's n-th call: "<exec call id>/<n>".
+func (r *Run) callID(n int64) string { return r.idPrefix + "/" + strconv.FormatInt(n, 10) }
 
 // Ready reports whether resuming would make progress without waiting: a call settled, or the
 // run was suspended by yield_control.
@@ -75,33 +79,34 @@ func (r *Run) Ready() bool {
 // and drives the cell on.
 func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 	if r.snapshot == nil || r.ended {
-		return Outcome{Status: StatusFailed, Code: CodeInvalidInput, Error: ErrNotSuspended.Error()}
+		return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Code: api.CodeInvalidInput, Error: ErrNotSuspended.Error()}}
 	}
 	deadline := time.Now().Add(lim.Timeout)
 	if !r.Ready() {
+		// Sleep until a result is ready: a notification may also mean a call started or stopped
+		// waiting for a decision, so check again after each.
 		t := time.NewTimer(lim.Timeout)
-		select {
-		case <-r.notify:
-			// Put the token back for drive's first check; it re-reads r.ready anyway.
-		case <-t.C:
-			t.Stop()
-			return Outcome{Status: StatusWaiting, Reason: ReasonPendingTools, Pending: r.PendingInfo(), Output: r.takeOutput()}
-		case <-ctx.Done():
-			t.Stop()
-			return r.fail(CodeTimeout, "wait cancelled: "+ctx.Err().Error())
+		defer t.Stop()
+		for !r.Ready() {
+			select {
+			case <-r.notify:
+			case <-t.C:
+				return r.waiting(r.suspendReason())
+			case <-ctx.Done():
+				return r.fail(api.CodeTimeout, "wait cancelled: "+ctx.Err().Error())
+			}
 		}
-		t.Stop()
 	}
 	img, err := DecodeSnapshot(r.eng.snapKey, r.tmpl, r.snapshot)
 	r.snapshot = nil
 	if err != nil {
-		return r.fail(CodeInternal, "cannot restore the suspended VM: "+err.Error())
+		return r.fail(api.CodeInternal, "cannot restore the suspended VM: "+err.Error())
 	}
 	r.maxSnapshot = int(lim.MaxSnapshotBytes)
 	vm, err := r.eng.newVM(ctx, img, lim.MemoryLimit)
 	img = nil
 	if err != nil {
-		return r.fail(CodeRuntimeUnavailable, "cannot restore the suspended VM: "+err.Error())
+		return r.fail(api.CodeRuntimeUnavailable, "cannot restore the suspended VM: "+err.Error())
 	}
 	defer vm.Close()
 	stop := r.arm(vm, time.Until(deadline))
