@@ -125,8 +125,8 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if err != nil {
 		return nil, err
 	}
-	b := &blamer{r: r, opts: p.opts, path: rp}
-	h, text, err := b.version(c)
+	b := &blamer{r: r, opts: p.opts}
+	h, text, err := b.version(c, rp)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %s", tool, err)
 	}
@@ -146,7 +146,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	for i := start - 1; i < last; i++ {
 		needs = append(needs, lineNeed{cur: i, final: i})
 	}
-	owners, deep, err := b.run(ctx, c, h, text, needs, len(lines))
+	owners, deep, err := b.run(ctx, &blameItem{c: c, path: rp, blob: h, text: text, needs: needs}, len(lines))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
@@ -172,6 +172,7 @@ type lineNeed struct{ cur, final int }
 // blameItem is one commit's version of the file with the lines it may own.
 type blameItem struct {
 	c     *object.Commit
+	path  string // the file's path in c (renames are followed)
 	blob  plumbing.Hash
 	text  string
 	needs []lineNeed
@@ -180,17 +181,16 @@ type blameItem struct {
 type blamer struct {
 	r    *repo
 	opts Options
-	path string
 }
 
 // version returns the blob hash and text of the file in commit c; a zero hash when c has no
 // text file there (absent, a directory, a submodule, binary or too large).
-func (b *blamer) version(c *object.Commit) (plumbing.Hash, string, error) {
+func (b *blamer) version(c *object.Commit, path string) (plumbing.Hash, string, error) {
 	t, err := commitTree(c)
 	if err != nil {
 		return plumbing.ZeroHash, "", err
 	}
-	e, err := t.FindEntry(b.path)
+	e, err := t.FindEntry(path)
 	if errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) {
 		return plumbing.ZeroHash, "", nil
 	}
@@ -200,7 +200,7 @@ func (b *blamer) version(c *object.Commit) (plumbing.Hash, string, error) {
 	if e.Mode != filemode.Regular && e.Mode != filemode.Executable && e.Mode != filemode.Deprecated {
 		return plumbing.ZeroHash, "", nil
 	}
-	v, err := b.r.blobVersion(b.path, e.Mode, e.Hash)
+	v, err := b.r.blobVersion(path, e.Mode, e.Hash)
 	if err != nil {
 		return plumbing.ZeroHash, "", err
 	}
@@ -221,10 +221,10 @@ func (b *blamer) version(c *object.Commit) (plumbing.Hash, string, error) {
 // has it unchanged (first parent first) until a commit introduced it. It returns the owning
 // commit per final line index. deep reports that the walk hit maxBlameCommits; the lines
 // still unresolved are then attributed to the commit where the walk stopped.
-func (b *blamer) run(ctx context.Context, c *object.Commit, blob plumbing.Hash, text string, needs []lineNeed, total int) ([]*object.Commit, bool, error) {
+func (b *blamer) run(ctx context.Context, first *blameItem, total int) ([]*object.Commit, bool, error) {
 	owners := make([]*object.Commit, total)
 	q := &blameQueue{byHash: map[plumbing.Hash]*blameItem{}}
-	q.add(&blameItem{c: c, blob: blob, text: text, needs: needs})
+	q.add(first)
 	var deadline time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		deadline = dl
@@ -247,7 +247,7 @@ func (b *blamer) run(ctx context.Context, c *object.Commit, blob plumbing.Hash, 
 			}
 			return owners, true, nil
 		}
-		remaining, err := b.step(it, q, deadline)
+		remaining, err := b.step(ctx, it, q, deadline)
 		if err != nil {
 			return nil, false, err
 		}
@@ -259,9 +259,10 @@ func (b *blamer) run(ctx context.Context, c *object.Commit, blob plumbing.Hash, 
 }
 
 // step hands an item's lines to its parents and returns the lines the item's commit owns.
-func (b *blamer) step(it *blameItem, q *blameQueue, deadline time.Time) ([]lineNeed, error) {
+func (b *blamer) step(ctx context.Context, it *blameItem, q *blameQueue, deadline time.Time) ([]lineNeed, error) {
 	type parent struct {
 		c    *object.Commit
+		path string
 		blob plumbing.Hash
 		text string
 	}
@@ -271,18 +272,28 @@ func (b *blamer) step(it *blameItem, q *blameQueue, deadline time.Time) ([]lineN
 		if err != nil {
 			return nil, fmt.Errorf("parent of %s: %v", it.c.Hash, err)
 		}
-		h, text, err := b.version(pc)
+		path := it.path
+		h, text, err := b.version(pc, path)
+		if err == nil && h.IsZero() {
+			// Absent in the parent: follow a rename, if this commit made one.
+			if path, err = b.renamedFrom(ctx, pc, it.c, it.path); err == nil && path != "" {
+				h, text, err = b.version(pc, path)
+			}
+		}
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			// A parent whose version cannot be blamed (binary, too large) ends the line.
 			h = plumbing.ZeroHash
 		}
 		if h == it.blob {
 			// Unchanged in this parent: everything is older (git's history simplification).
-			q.add(&blameItem{c: pc, blob: h, text: text, needs: it.needs})
+			q.add(&blameItem{c: pc, path: path, blob: h, text: text, needs: it.needs})
 			return nil, nil
 		}
 		if !h.IsZero() {
-			parents = append(parents, parent{pc, h, text})
+			parents = append(parents, parent{pc, path, h, text})
 		}
 	}
 	remaining := it.needs
@@ -300,11 +311,34 @@ func (b *blamer) step(it *blameItem, q *blameQueue, deadline time.Time) ([]lineN
 			}
 		}
 		if len(passed) > 0 {
-			q.add(&blameItem{c: pa.c, blob: pa.blob, text: pa.text, needs: passed})
+			q.add(&blameItem{c: pa.c, path: pa.path, blob: pa.blob, text: pa.text, needs: passed})
 		}
 		remaining = kept
 	}
 	return remaining, nil
+}
+
+// renamedFrom returns the path in parent of the file c has at path, when c renamed it ("" when
+// c added it).
+func (b *blamer) renamedFrom(ctx context.Context, parent, c *object.Commit, path string) (string, error) {
+	pt, err := commitTree(parent)
+	if err != nil {
+		return "", err
+	}
+	ct, err := commitTree(c)
+	if err != nil {
+		return "", err
+	}
+	changes, err := b.r.treeChanges(ctx, pt, ct, "")
+	if err != nil {
+		return "", err
+	}
+	for _, ch := range changes {
+		if ch.To.Name == path && ch.From.Name != "" && ch.From.Name != path {
+			return ch.From.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // lineMap maps line indexes of child to the equal lines of parent.
