@@ -105,7 +105,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if err != nil {
 		return nil, err
 	}
-	end, err := intArg(tool, "endLine", in.EndLine, start+maxBlameLines-1, start, 1<<31-1)
+	end, err := intArg(tool, "endLine", in.EndLine, 0, start, 1<<31-1)
 	if err != nil {
 		return nil, fmt.Errorf("%v (and at least startLine)", err)
 	}
@@ -113,6 +113,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	rp, err := r.repoPath(tool, in.Path)
 	if err != nil {
 		return nil, err
@@ -138,10 +139,12 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if start > len(lines) && start > 1 {
 		return nil, fmt.Errorf("%s: startLine %d is past the end of %s (%d lines)", tool, start, shown, len(lines))
 	}
-	last := min(end, len(lines), start+maxBlameLines-1)
-	if last < min(end, len(lines)) {
-		out.Truncated = true
+	want := len(lines)
+	if in.EndLine != nil {
+		want = min(end, want)
 	}
+	last := min(want, start+maxBlameLines-1)
+	out.Truncated = last < want
 	var needs []lineNeed
 	for i := start - 1; i < last; i++ {
 		needs = append(needs, lineNeed{cur: i, final: i})

@@ -87,6 +87,7 @@ func (p *plugin) branches(ctx context.Context) (*branchesDetails, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	out := &branchesDetails{Branches: []*branch{}, Tags: []*tag{}}
 	if ref, err := r.r.Storer.Reference(plumbing.HEAD); err == nil {
 		if ref.Type() == plumbing.SymbolicReference {

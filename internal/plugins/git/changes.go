@@ -23,7 +23,7 @@ func (r *repo) treeChanges(ctx context.Context, a, b *object.Tree, prefix string
 	}
 	all, err := object.DiffTreeWithOptions(ctx, a, b, nil)
 	if err != nil {
-		if errors.Is(err, merkletrie.ErrCanceled) {
+		if errors.Is(err, object.ErrCanceled) || errors.Is(err, merkletrie.ErrCanceled) {
 			return nil, context.Cause(ctx)
 		}
 		return nil, err

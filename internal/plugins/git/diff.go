@@ -97,6 +97,7 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	prefix, err := r.repoPath(tool, in.Path)
 	if err != nil {
 		return nil, err

@@ -142,6 +142,7 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	prefix, err := r.repoPath(tool, in.Path)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@
 //     layout — worktree root, git directory, common directory — is fixed from then on, so a
 //     `.git` file written into the workspace later cannot point the tools at another repository.
 //     Objects are read through go-git's filesystem storage; worktree files through a billy
-//     filesystem bound to the worktree root, which does not follow symlinks out of it.
+//     file system bound to the worktree root, which does not follow symlinks out of it.
 //   - Every `path` input is relative to the workspace (or absolute inside it). `..` escapes,
 //     absolute paths elsewhere and paths whose existing prefix is a symlink leading out of the
 //     workspace are refused. When the workspace is a subdirectory of the repository, results are

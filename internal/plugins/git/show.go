@@ -76,6 +76,7 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	prefix, err := r.repoPath(tool, in.Path)
 	if err != nil {
 		return nil, err

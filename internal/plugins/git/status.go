@@ -71,6 +71,7 @@ func (p *plugin) status(ctx context.Context, in *statusArgs) (*statusDetails, er
 	if err != nil {
 		return nil, err
 	}
+	defer r.close()
 	prefix, err := r.repoPath(tool, in.Path)
 	if err != nil {
 		return nil, err
