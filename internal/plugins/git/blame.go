@@ -162,7 +162,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 			out.Truncated = true
 			break
 		}
-		out.Lines = append(out.Lines, &blameLine{Line: i + 1, Hash: oc.Hash.String(), Author: oc.Author.Name,
+		out.Lines = append(out.Lines, &blameLine{Line: i + 1, Hash: oc.Hash.String(), Author: ident(oc.Author.Name),
 			Date: oc.Author.When.Format(time.RFC3339), Text: t})
 	}
 	return out, nil

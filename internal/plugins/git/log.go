@@ -22,6 +22,7 @@ const (
 	// many before `limit` match).
 	maxScan         = 50_000
 	maxSubjectBytes = 1000
+	maxIdentBytes   = 256
 	maxLogFiles     = 300     // files listed per commit with stat
 	maxLogBytes     = 2 << 20 // rough size of one result's details
 )
@@ -198,8 +199,8 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 		}
 		lc := &logCommit{
 			Hash:    c.Hash.String(),
-			Author:  c.Author.Name,
-			Email:   c.Author.Email,
+			Author:  ident(c.Author.Name),
+			Email:   ident(c.Author.Email),
 			Date:    c.Author.When.Format(time.RFC3339),
 			Subject: subject(c.Message),
 		}
@@ -208,7 +209,10 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 				return nil, fmt.Errorf("%s: commit %s: %w", tool, c.Hash, err)
 			}
 		}
-		size += 200 + len(lc.Subject) + len(lc.Author) + 100*len(lc.Files)
+		size += 200 + len(lc.Subject) + len(lc.Author) + len(lc.Email)
+		for _, f := range lc.Files {
+			size += 100 + len(f.Path) + len(f.OldPath)
+		}
 		out.Commits = append(out.Commits, lc)
 	}
 	return out, nil
@@ -303,6 +307,9 @@ func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
 	return truncateUTF8(strings.TrimRight(s, "\r "), maxSubjectBytes)
 }
+
+// ident bounds a name or email from a commit: a hostile repository may make them huge.
+func ident(s string) string { return truncateUTF8(s, maxIdentBytes) }
 
 // truncateUTF8 cuts s to at most n bytes without splitting a rune.
 func truncateUTF8(s string, n int) string {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 	gogit "github.com/go-git/go-git/v5"
@@ -286,6 +287,23 @@ func TestBounds(t *testing.T) {
 		mustCall(t, blame, map[string]any{"path": "long.txt", "startLine": maxBlameLines + 1}, &d)
 		if len(d.Lines) != 10 || d.Truncated || d.Lines[9].Text != fmt.Sprint(maxBlameLines+9) {
 			t.Errorf("second page: %d lines, truncated %v", len(d.Lines), d.Truncated)
+		}
+	})
+	t.Run("hostile commit metadata", func(t *testing.T) {
+		g := newRepo(t)
+		who := alice
+		who.Name = strings.Repeat("é", 10<<10)
+		g.commit("c1", strings.Repeat("s", 200<<10)+"\n\n"+strings.Repeat("b", 200<<10), who)
+		tools := pluginTools(t, Options{Workspace: g.dir})
+		var log logDetails
+		mustCall(t, tools["git_log"], nil, &log)
+		if c := log.Commits[0]; len(c.Subject) != maxSubjectBytes || len(c.Author) > maxIdentBytes || !utf8.ValidString(c.Author) {
+			t.Errorf("subject %d bytes, author %d bytes", len(c.Subject), len(c.Author))
+		}
+		var show showDetails
+		mustCall(t, tools["git_show"], nil, &show)
+		if len(show.Message) != maxMessageBytes {
+			t.Errorf("message %d bytes", len(show.Message))
 		}
 	})
 	t.Run("commits", func(t *testing.T) {

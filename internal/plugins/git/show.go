@@ -87,10 +87,10 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	}
 	out := &showDetails{
 		Hash:    c.Hash.String(),
-		Author:  c.Author.Name,
+		Author:  ident(c.Author.Name),
 		Date:    c.Author.When.Format(time.RFC3339),
 		Message: truncateUTF8(strings.Trim(c.Message, "\n"), maxMessageBytes),
-		email:   c.Author.Email,
+		email:   ident(c.Author.Email),
 	}
 	for _, h := range c.ParentHashes {
 		out.parents = append(out.parents, h.String())
