@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -71,12 +72,14 @@ func (r *repo) detectRenames(changes object.Changes) (object.Changes, error) {
 	}
 	exactOnly := max(added, deleted) > renameLimit ||
 		int64(deleted)*addedBytes+deletedBytes > renameBudget
-	out, err := object.DetectRenames(changes, &object.DiffTreeOptions{
-		DetectRenames:    true,
-		RenameScore:      50,
-		RenameLimit:      renameLimit,
-		OnlyExactRenames: exactOnly,
-	})
+	opts := &object.DiffTreeOptions{DetectRenames: true, RenameScore: 50, RenameLimit: renameLimit, OnlyExactRenames: exactOnly}
+	out, err := object.DetectRenames(slices.Clone(changes), opts)
+	if err != nil && !exactOnly {
+		// Similarity hashing gives up on some files (go-git's index of a file with too many
+		// distinct blocks is "full"): keep the exact renames rather than fail the call.
+		opts.OnlyExactRenames = true
+		out, err = object.DetectRenames(changes, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("rename detection: %v", err)
 	}
