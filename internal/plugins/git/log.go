@@ -52,7 +52,7 @@ const logOutput = `{
         "email": {"type": "string"},
         "date": {"type": "string", "description": "Author date, RFC 3339."},
         "subject": {"type": "string", "description": "First line of the message."},
-        "files": {"type": "array", "description": "Only with stat: true (at most 300 per commit); merge commits list none, as in git log --stat.", "items": {
+        "files": {"type": "array", "description": "Only with stat: true (at most 300 per commit); merge commits list none, as in git log --stat. Files over 4 MiB count 0 lines.", "items": {
           "type": "object",
           "properties": {
             "path": {"type": "string"},
