@@ -30,7 +30,20 @@ type Config struct {
 	Workspace string
 	Tools     Tools
 	MCP       MCP
+	Plugins   Plugins
 	Runtime   Runtime
+}
+
+// Plugins is the `plugins` section: the bundled plugins, each off unless enabled.
+type Plugins struct {
+	// Git is the read-only git plugin (tools native:git:git_log, git_diff, …) over the
+	// repository holding the workspace.
+	Git GitPlugin
+}
+
+// GitPlugin configures the git plugin.
+type GitPlugin struct {
+	Enabled bool // default false
 }
 
 // Tools is the `tools` section: which tools a run gets and how code mode exposes them.

@@ -361,13 +361,22 @@ func setInt[T int | int64](d *decoder, p path, m map[string]any, key string, lo,
 }
 
 func (d *decoder) config(m map[string]any, cfg *Config) {
-	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "runtime"})
+	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "plugins", "runtime"})
 	d.setString(nil, m, "workspace", &cfg.Workspace)
 	if v, ok := m["tools"]; ok {
 		d.tools(path{"tools"}, v, &cfg.Tools)
 	}
 	if v, ok := m["mcp"]; ok {
 		d.mcp(path{"mcp"}, v, &cfg.MCP)
+	}
+	if v, ok := m["plugins"]; ok {
+		if m, ok := d.object(path{"plugins"}, v, "git"); ok {
+			if v, ok := m["git"]; ok {
+				if m, ok := d.object(path{"plugins", "git"}, v, "enabled"); ok {
+					d.setBool(path{"plugins", "git"}, m, "enabled", &cfg.Plugins.Git.Enabled)
+				}
+			}
+		}
 	}
 	if v, ok := m["runtime"]; ok {
 		if m, ok := d.object(path{"runtime"}, v, "compileCache", "compileCacheDir"); ok {

@@ -15,6 +15,7 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/builtin"
 	"github.com/codemode-go/codemode/internal/mcpup"
+	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -41,7 +42,8 @@ type Options struct {
 	// Extra native tools (tests, embedders).
 	Tools []*api.Tool
 	// Plugins are started in order by Open and stopped by Close; their tools follow the core
-	// tools (K1) with Owner set to the plugin id.
+	// tools and the bundled plugins enabled by the configuration (K1), with Owner set to the
+	// plugin id.
 	Plugins []api.Plugin
 	Wasm    []byte
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before serving what is
@@ -61,7 +63,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	for _, p := range opts.Plugins {
+	plugins := opts.Plugins
+	if cfg.Plugins.Git.Enabled {
+		// Bundled plugins come before the embedder's (K1).
+		plugins = append([]api.Plugin{gitplugin.Plugin(gitplugin.Options{Workspace: cfg.Workspace})}, plugins...)
+	}
+	for _, p := range plugins {
 		if p.ID == "" || p.ID == api.CoreOwner {
 			g.stopPlugins(ctx)
 			return nil, fmt.Errorf("gateway: plugin id %q is not allowed", p.ID)

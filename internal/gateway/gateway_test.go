@@ -302,3 +302,38 @@ func TestPluginLifecycle(t *testing.T) { // tool model: plugins are an id, tools
 		t.Fatal("a plugin may not claim the core owner")
 	}
 }
+
+func TestGitPlugin(t *testing.T) { // the bundled git plugin, switched by plugins.git.enabled
+	ids := func(g *Gateway) []string {
+		var out []string
+		for _, tool := range g.Tools() {
+			if tool.Owner == "git" {
+				out = append(out, tool.ID())
+			}
+		}
+		return out
+	}
+	if got := ids(open(t, nil)); len(got) != 0 {
+		t.Fatalf("git tools without plugins.git.enabled: %v", got)
+	}
+	// The workspace is this checkout when it is one; otherwise the tools say it is not a
+	// repository, which is the answer the cell checks for.
+	root, _ := filepath.Abs(filepath.Join("..", ".."))
+	g := open(t, nil, func(c *config.Config) {
+		c.Plugins.Git.Enabled = true
+		c.Workspace = root
+	})
+	if got := ids(g); len(got) != 6 || got[0] != "native:git:git_status" {
+		t.Fatalf("git tools = %v", got)
+	}
+	got := value(t, run(t, g.Surface(capi.RunContext{}, nil), `
+		try {
+			const log = await tools.git_log({limit: 3});
+			return log.commits.length > 0 && typeof log.commits[0].hash === "string";
+		} catch (e) {
+			return String(e.message ?? e).includes("not inside a git repository");
+		}`))
+	if got != "true" {
+		t.Fatalf("git_log through exec: %s", got)
+	}
+}

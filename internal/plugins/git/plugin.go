@@ -1,0 +1,253 @@
+// Package git is the `git` plugin: read-only tools over the repository that holds the workspace
+// (git_status, git_log, git_diff, git_show, git_blame, git_branches), catalogued as
+// native:git:<tool>, and the table of the guest's `Git` namespace that maps onto them.
+//
+// Everything is pure Go on go-git; no git binary runs, so no repository configuration (hooks,
+// filters, pagers, external diff drivers) can execute anything.
+//
+// The repository, its worktree and every tool result are treated as hostile:
+//
+//   - The repository is located once (the workspace or the nearest parent holding .git) and its
+//     layout — worktree root, git directory, common directory — is fixed from then on, so a
+//     `.git` file written into the workspace later cannot point the tools at another repository.
+//     Objects are read through go-git's filesystem storage; worktree files through a billy
+//     file system bound to the worktree root, which does not follow symlinks out of it.
+//   - Every `path` input is relative to the workspace (or absolute inside it). `..` escapes,
+//     absolute paths elsewhere and paths whose existing prefix is a symlink leading out of the
+//     workspace are refused. When the workspace is a subdirectory of the repository, results are
+//     confined to that subdirectory and paths are shown relative to the workspace.
+//   - Everything is bounded: commits listed and scanned, files per diff, bytes per patch and in
+//     total, blob sizes read into memory, diff time per file, blame lines and history depth.
+//     Blobs above the bounds are reported (with `truncated`) instead of read, binary files are
+//     flagged instead of dumped, and large objects are streamed by go-git instead of cached.
+//   - Long walks (history, diffs, blame, status) check the call's context between steps.
+package git
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// PluginID is the plugin's id: its tools are catalogued as native:git:<name>.
+const PluginID = "git"
+
+// Options configures the plugin. Zero values mean the defaults documented on each field.
+type Options struct {
+	// Workspace is the directory the tools serve: the repository's worktree or a directory
+	// inside it. "" means the process's current directory.
+	Workspace string
+
+	// MaxTotalPatchBytes bounds the patch text of one git_diff or git_show result (default
+	// 1 MiB); files past it are listed without patches and marked truncated.
+	MaxTotalPatchBytes int
+	// MaxBlobBytes is the largest file version read into memory for a patch, a stat or blame
+	// (default 4 MiB). Larger files are listed with truncated: true and no line counts.
+	MaxBlobBytes int64
+	// MaxFiles bounds the files listed by one diff, show or log entry (default 1000 for diffs,
+	// 300 per log entry) and the entries of each git_status list.
+	MaxFiles int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxTotalPatchBytes <= 0 {
+		o.MaxTotalPatchBytes = 1 << 20
+	}
+	if o.MaxBlobBytes <= 0 {
+		o.MaxBlobBytes = 4 << 20
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = 1000
+	}
+	return o
+}
+
+// Plugin returns the git plugin. Start locates the repository (an error only when the
+// workspace itself is unusable); when the workspace is not inside a repository the plugin
+// still starts and every tool answers with an error saying so.
+func Plugin(opts Options) api.Plugin {
+	p := &plugin{opts: opts.withDefaults()}
+	return api.Plugin{
+		ID: PluginID,
+		Tools: []*api.Tool{
+			statusTool(p),
+			logTool(p),
+			diffTool(p),
+			showTool(p),
+			blameTool(p),
+			branchesTool(p),
+		},
+		Start: func(ctx context.Context) error {
+			_, err := p.locate()
+			var nr *notRepoError
+			if errors.As(err, &nr) {
+				return nil
+			}
+			return err
+		},
+	}
+}
+
+// Namespace describes the guest's `Git` namespace for the code that registers plugin
+// namespaces: each method maps, with the default input mapper (the first argument is the tool
+// input), onto one of this plugin's tools.
+var Namespace = struct {
+	GlobalName, Description, Prompt string
+	Methods                         map[string]string // method → tool name
+}{
+	GlobalName: "Git",
+	Description: "Read-only access to the git repository of the workspace: status, history, " +
+		"diffs, commits, blame and branches. Paths are relative to the workspace; revisions " +
+		"accept hashes, short hashes, branch and tag names and HEAD~n.",
+	Prompt: "Git (read-only): `await Git.status({})` → staged/unstaged/untracked; " +
+		"`await Git.log({limit: 50, stat: true, path?})` → commits with per-file additions/deletions; " +
+		"`await Git.diff({from: \"HEAD~3\", to?, path?})` → per-file patches (no `to`: the worktree); " +
+		"`await Git.show({rev: \"HEAD\"})` → one commit with its patch; " +
+		"`await Git.blame({path, rev?})` → who last changed each line; `await Git.branches({})`. " +
+		"Results are bounded: check `truncated`.",
+	Methods: map[string]string{
+		"status":   "git_status",
+		"log":      "git_log",
+		"diff":     "git_diff",
+		"show":     "git_show",
+		"blame":    "git_blame",
+		"branches": "git_branches",
+	},
+}
+
+// typedTool builds a read-only plugin tool whose Execute decodes the input strictly into In.
+func typedTool[In any](name, label, description, input, output string, run func(ctx context.Context, in *In) (*api.Result, error)) *api.Tool {
+	return &api.Tool{
+		Name:         name,
+		Label:        label,
+		Description:  description,
+		InputSchema:  compactSchema(input),
+		OutputSchema: compactSchema(output),
+		Source:       api.SourceNative,
+		Owner:        PluginID,
+		ReadOnly:     true,
+		Execute: func(ctx context.Context, call *api.Call) (*api.Result, error) {
+			var in In
+			if err := decodeInput(name, call.Input, &in); err != nil {
+				return nil, err
+			}
+			return run(ctx, &in)
+		},
+	}
+}
+
+// compactSchema turns a schema literal into compact JSON, keeping key order. The literals are
+// constants checked by tests, so a malformed one is a programming error.
+func compactSchema(s string) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, []byte(s)); err != nil {
+		panic("git: invalid schema literal: " + err.Error())
+	}
+	return b.Bytes()
+}
+
+const maxInputBytes = 64 << 10
+
+// decodeInput decodes a tool's JSON input object into v (a pointer to a struct whose fields
+// all carry json tags). Absent or null input counts as {}. Keys must match the tags exactly;
+// an unknown key, a wrong type or trailing data is an error that names the field.
+func decodeInput(tool string, raw json.RawMessage, v any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > maxInputBytes {
+		return fmt.Errorf("%s: input is %d bytes (limit %d)", tool, len(raw), maxInputBytes)
+	}
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = []byte("{}")
+	}
+	if raw[0] != '{' {
+		return fmt.Errorf("%s: input must be a JSON object", tool)
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return fmt.Errorf("%s: input is not a valid JSON object: %v", tool, err)
+	}
+	known := fieldNames(v)
+	var unknown []string
+	for k := range keys {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return fmt.Errorf("%s: unknown field %q (accepted: %s)", tool, unknown[0], strings.Join(known, ", "))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%s: field %q must be %s, not %s", tool, te.Field, jsonKind(te.Type), te.Value)
+		}
+		return fmt.Errorf("%s: invalid input: %v", tool, err)
+	}
+	return nil
+}
+
+// fieldNames lists the json tag names of the struct v points to, in declaration order.
+func fieldNames(v any) []string {
+	t := reflect.TypeOf(v).Elem()
+	names := make([]string, 0, t.NumField())
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// jsonKind names the JSON type a Go type decodes from, for error messages.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64:
+		return "an integer"
+	default:
+		return "an object"
+	}
+}
+
+// intArg validates an optional integer argument against [lo, hi] and returns it or def.
+func intArg(tool, name string, v *int, def, lo, hi int) (int, error) {
+	if v == nil {
+		return def, nil
+	}
+	if *v < lo || *v > hi {
+		return 0, fmt.Errorf("%s: %s must be between %d and %d, not %d", tool, name, lo, hi, *v)
+	}
+	return *v, nil
+}
+
+// result builds a tool result: one text block and the JSON details. HTML characters are not
+// escaped, so patches keep their size.
+func result(text string, details any) (*api.Result, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(details); err != nil {
+		return nil, err
+	}
+	return &api.Result{
+		Content: []api.ContentBlock{{Type: "text", Text: text}},
+		Details: bytes.TrimRight(b.Bytes(), "\n"),
+	}, nil
+}
