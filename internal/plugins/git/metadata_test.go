@@ -95,7 +95,7 @@ func TestQuickIndexHints(t *testing.T) {
 		c := *tool
 		tools[i] = &c
 	}
-	qi := catalog.Build(tools, catalog.Policy{}).QuickIndex()
+	qi := catalog.Build(tools).QuickIndex()
 	var lines []string
 	for _, line := range strings.Split(strings.TrimSpace(qi), "\n") {
 		if strings.Contains(line, "native:git:") {
