@@ -28,7 +28,7 @@ type approvals struct {
 
 type parked struct {
 	req api.ApprovalRequest
-	ch  chan verdict // buffered: the first verdict wins
+	ch  chan verdict // buffered; only the one who claimed the call sends
 }
 
 type verdict struct {
@@ -39,14 +39,41 @@ type verdict struct {
 // maxTombstones bounds the decided set of one run.
 const maxTombstones = 4096
 
-// offer delivers a verdict unless one was already delivered.
-func (p *parked) offer(v verdict) bool {
-	select {
-	case p.ch <- v:
-		return true
-	default:
+func stateOf(dec api.Decision) string {
+	if dec.Approve {
+		return "approved"
+	}
+	return "rejected"
+}
+
+// claim takes the right to decide a waiting call: exactly one claimer (a person, the approver,
+// the clock) wins; it returns nil when the call is not waiting any more.
+func (a *approvals) claim(callID, state string) *parked {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := a.waiting[callID]
+	if p == nil {
+		return nil
+	}
+	delete(a.waiting, callID)
+	if len(a.decided) >= maxTombstones {
+		for k := range a.decided {
+			delete(a.decided, k)
+			break
+		}
+	}
+	a.decided[callID] = state
+	return p
+}
+
+// offer decides a call unless somebody already did.
+func (a *approvals) offer(callID string, v verdict) bool {
+	p := a.claim(callID, stateOf(v.dec))
+	if p == nil {
 		return false
 	}
+	p.ch <- v
+	return true
 }
 
 // ErrNoSuchApproval is Decide's error for a call id that is not waiting for a decision in this
@@ -57,27 +84,22 @@ var ErrNoSuchApproval = errors.New("no call of this run is waiting for approval 
 // ids, for calls already decided and for expired requests.
 func (d *Dispatcher) Decide(callID string, dec api.Decision) error {
 	a := &d.approvals
-	a.mu.Lock()
-	p := a.waiting[callID]
-	if p == nil {
-		state := a.decided[callID]
-		a.mu.Unlock()
-		switch state {
-		case "expired":
-			return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
-		case "":
-			return fmt.Errorf("%w (%q)", ErrNoSuchApproval, callID)
-		}
-		return fmt.Errorf("%s was already %s: decisions are one-shot", callID, state)
-	}
-	a.mu.Unlock()
 	if dec.By == "" {
 		dec.By = "library"
 	}
-	if !p.offer(verdict{dec: dec, by: "person"}) {
-		return fmt.Errorf("%s was already decided: decisions are one-shot", callID)
+	if a.offer(callID, verdict{dec: dec, by: "person"}) {
+		return nil
 	}
-	return nil
+	a.mu.Lock()
+	state := a.decided[callID]
+	a.mu.Unlock()
+	switch state {
+	case "expired":
+		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
+	case "":
+		return fmt.Errorf("%w (%q)", ErrNoSuchApproval, callID)
+	}
+	return fmt.Errorf("%s was already %s: decisions are one-shot", callID, state)
 }
 
 // awaitApproval parks a nested call until it is decided, expires or the run ends. It returns
@@ -105,11 +127,11 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 			dec, err := g.Approver.Ask(actx, req)
 			switch {
 			case err == nil:
-				p.offer(verdict{dec: dec, by: "person"})
+				a.offer(req.CallID, verdict{dec: dec, by: "person"})
 			case isNoApprover(err):
-				p.offer(verdict{dec: fallback(need), by: "fallback"})
+				a.offer(req.CallID, verdict{dec: fallback(need), by: "fallback"})
 			case actx.Err() == nil:
-				p.offer(verdict{dec: api.Decision{Reason: "the approver failed: " + err.Error()}, by: "approver error"})
+				a.offer(req.CallID, verdict{dec: api.Decision{Reason: "the approver failed: " + err.Error()}, by: "approver error"})
 			}
 		}()
 	}
@@ -121,9 +143,15 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 	select {
 	case v = <-p.ch:
 	case <-actx.Done():
+		state := "expired"
 		if ctx.Err() != nil {
-			// The run ended (cancelled, expired or completed): nobody will read the result.
-			a.settle(req.CallID, "rejected")
+			state = "rejected" // the run ended (cancelled, expired, completed): nobody reads it
+		}
+		if a.claim(req.CallID, state) == nil {
+			v = <-p.ch // decided just now: the decision stands
+			break
+		}
+		if ctx.Err() != nil {
 			if c != nil {
 				c.Decided()
 			}
@@ -132,33 +160,11 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 		expired = true
 		v = verdict{dec: api.Decision{Reason: "nobody decided within " + need.Timeout.String()}, by: "timeout"}
 	}
-	state := "rejected"
-	switch {
-	case expired:
-		state = "expired"
-	case v.dec.Approve:
-		state = "approved"
-	}
-	a.settle(req.CallID, state)
 	if c != nil {
 		c.Decided()
 	}
 	g.recordDecision(req, d.ParentCallID, v.dec, v.by, expired)
 	return refusal(req.Tool, v.dec, expired)
-}
-
-// settle moves a call from waiting to decided.
-func (a *approvals) settle(callID, state string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	delete(a.waiting, callID)
-	if len(a.decided) >= maxTombstones {
-		for k := range a.decided {
-			delete(a.decided, k)
-			break
-		}
-	}
-	a.decided[callID] = state
 }
 
 func isNoApprover(err error) bool { return errors.Is(err, api.ErrNoApprover) }
