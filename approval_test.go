@@ -144,10 +144,10 @@ func TestDecideFailsCleanly(t *testing.T) { // issue 11: forged ids, other sessi
 	ctx := context.Background()
 	other := s.ForRun(api.RunContext{AgentID: "a", SessionKey: "other", RunID: "r"})
 	for name, err := range map[string]error{
-		"forged call id": s.Decide(ctx, res.RunID, "call_1/99", api.Decision{Approve: true}),
+		"forged call id":                    s.Decide(ctx, res.RunID, "call_1/99", api.Decision{Approve: true}),
 		"a nested call that is not waiting": s.Decide(ctx, res.RunID, strings.Replace(id, "/2", "/1", 1), api.Decision{Approve: true}),
-		"unknown run":   s.Decide(ctx, "run_nope", id, api.Decision{Approve: true}),
-		"other session": other.Decide(ctx, res.RunID, id, api.Decision{Approve: true}),
+		"unknown run":                       s.Decide(ctx, "run_nope", id, api.Decision{Approve: true}),
+		"other session":                     other.Decide(ctx, res.RunID, id, api.Decision{Approve: true}),
 	} {
 		if err == nil {
 			t.Errorf("%s: accepted", name)
