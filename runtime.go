@@ -77,8 +77,17 @@ func ConfigOptions(cfg *config.Config) Options {
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Engine: Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Approvals: approvalsFromConfig(t.Approvals),
+		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
 	}
+}
+
+func approvalsFromConfig(a config.Approvals) api.Approvals {
+	out := api.Approvals{ExemptReadOnly: a.ExemptReadOnly}
+	for _, r := range a.Rules {
+		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
+	}
+	return out
 }
 
 // Policy is the tool policy applied to every run before code mode sees the tools (A3).

@@ -63,6 +63,8 @@ type Tools struct {
 	// results (images, for example) cannot cross the JSON-only bridge. "exec" and "wait" are
 	// code mode's own tools and are rejected here.
 	DirectOnly []string
+	// Approvals says which calls need a person's decision before they run.
+	Approvals Approvals
 
 	Exec     Exec
 	WebFetch WebFetch

@@ -388,7 +388,7 @@ func (d *decoder) config(m map[string]any, cfg *Config) {
 
 func (d *decoder) tools(p path, v any, t *Tools) {
 	m, ok := d.object(p, v, "codeMode", "allow", "deny", "disableTools", "directOnly",
-		"exec", "webFetch", "sandbox")
+		"approvals", "exec", "webFetch", "sandbox")
 	if !ok {
 		return
 	}
@@ -404,6 +404,9 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 			d.errorf(p.key("directOnly").index(i),
 				"%q is a code mode control tool and cannot be direct-only", name)
 		}
+	}
+	if v, ok := m["approvals"]; ok {
+		d.approvals(p.key("approvals"), v, &t.Approvals)
 	}
 	if v, ok := m["exec"]; ok {
 		if m, ok := d.object(p.key("exec"), v, "enabled"); ok {
