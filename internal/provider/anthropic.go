@@ -36,6 +36,11 @@ func newAnthropic(s settings) *anthropicClient {
 func (c *anthropicClient) Provider() string { return Anthropic }
 
 func (c *anthropicClient) Complete(parent context.Context, req Request) (*Response, error) {
+	return c.complete(parent, req)
+}
+
+// complete takes extra SDK options for tests that alter the body after rendering.
+func (c *anthropicClient) complete(parent context.Context, req Request, extra ...option.RequestOption) (*Response, error) {
 	params, err := anthropicParams(req)
 	if err != nil {
 		return nil, err
@@ -43,16 +48,22 @@ func (c *anthropicClient) Complete(parent context.Context, req Request) (*Respon
 	k := newCall(&c.s, Anthropic, req.Model)
 	ctx, done := k.start(parent)
 	defer done()
-	mw := option.WithMiddleware(k.middleware)
+	opts := append([]option.RequestOption{option.WithMiddleware(k.middleware)}, extra...)
 
 	var msg *anthropic.Message
 	if c.s.Stream {
-		st := c.svc.NewStreaming(ctx, params, mw)
+		st := c.svc.NewStreaming(ctx, params, opts...)
 		var acc anthropic.Message
+		// The SDK's accumulator replaces tool input that does not parse with `{}`; the raw
+		// partial JSON is kept here so a malformed call is reported, not silently emptied.
+		inputs := map[int64][]byte{}
 		events, stopped := 0, false
 		for st.Next() {
 			ev := st.Current()
 			events++
+			if ev.Type == "content_block_delta" && ev.Delta.Type == "input_json_delta" {
+				inputs[ev.Index] = append(inputs[ev.Index], ev.Delta.PartialJSON...)
+			}
 			if err := acc.Accumulate(ev); err != nil {
 				_ = st.Close()
 				return nil, k.protocol(fmt.Sprintf("stream event %d (%s): %v", events, ev.Type, err))
@@ -67,9 +78,14 @@ func (c *anthropicClient) Complete(parent context.Context, req Request) (*Respon
 		if !stopped {
 			return nil, k.protocol("the stream ended before message_stop")
 		}
+		for i, raw := range inputs {
+			if i >= 0 && i < int64(len(acc.Content)) && acc.Content[i].Type == "tool_use" {
+				acc.Content[i].Input = raw
+			}
+		}
 		msg = &acc
 	} else {
-		msg, err = c.svc.New(ctx, params, mw)
+		msg, err = c.svc.New(ctx, params, opts...)
 		if err != nil {
 			return nil, k.fail(parent, err, anthropicAPIError)
 		}

@@ -101,7 +101,7 @@ func (e *Error) summary() string {
 	case KindBadRequest:
 		return "the server refused the request"
 	case KindTimeout:
-		return "no complete response in time"
+		return "timed out"
 	case KindConnection:
 		return "cannot reach the server"
 	case KindProtocol:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -38,6 +39,11 @@ func newOpenAI(s settings) *openaiClient {
 func (c *openaiClient) Provider() string { return OpenAI }
 
 func (c *openaiClient) Complete(parent context.Context, req Request) (*Response, error) {
+	return c.complete(parent, req)
+}
+
+// complete takes extra SDK options for tests that alter the body after rendering.
+func (c *openaiClient) complete(parent context.Context, req Request, extra ...option.RequestOption) (*Response, error) {
 	params, err := openaiParams(req, c.s.Stream)
 	if err != nil {
 		return nil, err
@@ -45,11 +51,11 @@ func (c *openaiClient) Complete(parent context.Context, req Request) (*Response,
 	k := newCall(&c.s, OpenAI, req.Model)
 	ctx, done := k.start(parent)
 	defer done()
-	mw := option.WithMiddleware(k.middleware)
+	opts := append([]option.RequestOption{option.WithMiddleware(k.middleware)}, extra...)
 
 	var comp *openai.ChatCompletion
 	if c.s.Stream {
-		st := c.svc.NewStreaming(ctx, params, mw)
+		st := c.svc.NewStreaming(ctx, params, opts...)
 		var acc openai.ChatCompletionAccumulator
 		chunks := 0
 		for st.Next() {
@@ -72,7 +78,7 @@ func (c *openaiClient) Complete(parent context.Context, req Request) (*Response,
 			return nil, k.protocol("the stream ended before the model finished (no finish_reason)")
 		}
 	} else {
-		comp, err = c.svc.New(ctx, params, mw)
+		comp, err = c.svc.New(ctx, params, opts...)
 		if err != nil {
 			return nil, k.fail(parent, err, openaiAPIError)
 		}
@@ -90,6 +96,21 @@ func (c *openaiClient) Complete(parent context.Context, req Request) (*Response,
 }
 
 func openaiAPIError(err error) (apiError, bool) {
+	var se *ssestream.StreamError
+	if errors.As(err, &se) {
+		// An error event inside a 200 stream: the server failed part-way through.
+		var ev struct {
+			Error struct {
+				Type string `json:"type"`
+			} `json:"error"`
+		}
+		_ = json.Unmarshal(se.Event.Data, &ev)
+		typ := ev.Error.Type
+		if typ == "" {
+			typ = "server_error"
+		}
+		return apiError{message: errorMessage(se.Event.Data), typ: typ}, true
+	}
 	var e *openai.Error
 	if !errors.As(err, &e) {
 		return apiError{}, false

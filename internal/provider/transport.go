@@ -192,6 +192,11 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 			b.c.mu.Lock()
 			b.c.tooLarge = true
 			b.c.mu.Unlock()
+			// Cancelling the call stops the Anthropic SDK from retrying what it would take for
+			// a connection dropped mid-body.
+			if b.c.cancel != nil {
+				b.c.cancel(errTooLarge)
+			}
 			return 0, errTooLarge
 		}
 	}
@@ -316,6 +321,9 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 			e.Status = a.status
 		}
 		e.Message, e.Type = clean(a.message, 500), clean(a.typ, 100)
+		if e.Message == "" {
+			e.Message = clean(errorMessage(c.errBody), 500)
+		}
 		if e.Status >= 400 || e.Type != "" {
 			c.classifyStatus(e)
 			return e
@@ -324,7 +332,7 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 	switch {
 	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
 		e.Kind, e.Retryable = KindTimeout, true
-		e.hint = fmt.Sprintf("nothing complete arrived within %s per attempt; raise the timeout or check the server", c.s.Timeout)
+		e.hint = fmt.Sprintf("no complete response within %s per attempt; raise the timeout or check the server", c.s.Timeout)
 		e.Status = 0
 	case c.status >= 400:
 		if e.Message == "" {
@@ -406,7 +414,6 @@ func (c *call) classifyStatus(e *Error) {
 		}
 	default:
 		e.Kind = KindBadRequest
-		e.hint = "the server refused the request as sent"
 	}
 }
 
@@ -437,7 +444,7 @@ func isNetError(err error) bool {
 	var ne net.Error
 	var oe *net.OpError
 	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF)
+		errors.Is(err, syscall.ECONNRESET)
 }
 
 func netDetail(err error) string {
