@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -226,8 +227,16 @@ func anthropicResponse(msg *anthropic.Message) *Response {
 		case "text":
 			res.Text += b.Text
 		case "tool_use":
-			call := ToolCall{ID: b.ID, Name: b.Name, RawArguments: string(b.Input)}
+			raw := string(b.Input)
+			if raw == "" {
+				raw = b.JSON.Input.Raw() // the SDK leaves Input empty for `"input": null`
+			}
+			call := ToolCall{ID: b.ID, Name: b.Name, RawArguments: raw}
 			parseArguments(&call)
+			if call.Malformed == "" && strings.TrimSpace(raw) == "" {
+				// Unlike OpenAI's argument text, a tool_use input is required.
+				call.Arguments, call.Malformed = nil, "the tool_use block has no input"
+			}
 			res.ToolCalls = append(res.ToolCalls, call)
 		}
 	}
