@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,19 +63,22 @@ func redactedSnapshot(body []byte, secret string, limit int) string {
 	if err := dec.Decode(&v); err != nil {
 		return clip(redactText(clean(string(body), limit), secret), limit)
 	}
+	v = redactValue(v, secret, 0)
 	for _, n := range []int{400, 120, 40, 12} {
-		out, err := marshalSorted(redactValue(v, secret, n, 0))
+		out, err := marshalSorted(clipValue(v, n))
 		if err == nil && len(out) <= limit {
 			return out
 		}
 	}
-	out, _ := marshalSorted(redactValue(v, secret, 12, 0))
+	out, _ := marshalSorted(clipValue(v, 12))
 	return clip(out, limit)
 }
 
 const redacted = "[redacted]"
 
-func redactValue(v any, secret string, maxStr, depth int) any {
+// redactValue removes credentials from a decoded JSON value: values of keys that name one, and
+// secrets inside strings. It runs before any clipping, so a clip cannot leave half a key.
+func redactValue(v any, secret string, depth int) any {
 	if depth > 64 {
 		return "[too deep]"
 	}
@@ -86,27 +90,86 @@ func redactValue(v any, secret string, maxStr, depth int) any {
 				m[k] = redacted
 				continue
 			}
-			m[k] = redactValue(val, secret, maxStr, depth+1)
+			m[k] = redactValue(val, secret, depth+1)
 		}
 		return m
 	case []any:
 		a := make([]any, len(x))
 		for i, val := range x {
-			a[i] = redactValue(val, secret, maxStr, depth+1)
+			a[i] = redactValue(val, secret, depth+1)
 		}
 		return a
 	case string:
-		if looksSecret(x) {
-			return redacted
+		if len(x) > redactWindow {
+			// Only the start can be shown; redacting just that keeps huge strings cheap. The
+			// window reaches past the longest clip, so a key that starts inside the shown part
+			// is matched whole.
+			return long{redactText(x[:runeCut(x, redactWindow)], secret), len(x)}
 		}
-		return clipString(redactText(x, secret), maxStr)
+		return redactText(x, secret)
 	}
 	return v
+}
+
+// redactWindow is how much of a long string is redacted: the longest clip plus room for a key.
+const redactWindow = 400 + 256
+
+// long is the redacted start of a string of n bytes.
+type long struct {
+	s string
+	n int
+}
+
+// clipValue copies v with every string clipped to maxStr bytes.
+func clipValue(v any, maxStr int) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, val := range x {
+			m[k] = clipValue(val, maxStr)
+		}
+		return m
+	case []any:
+		a := make([]any, len(x))
+		for i, val := range x {
+			a[i] = clipValue(val, maxStr)
+		}
+		return a
+	case string:
+		return clipString(x, maxStr)
+	case long:
+		cut := runeCut(x.s, maxStr)
+		return x.s[:cut] + "…[" + strconv.Itoa(x.n-cut) + " more bytes]"
+	}
+	return v
+}
+
+// runeCut is the largest cut <= n that does not split a UTF-8 sequence.
+func runeCut(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return n
+}
+
+// secretPatterns find credentials inside free text: bearer tokens and the common API-key shapes.
+var secretPatterns = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}`),
+	regexp.MustCompile(`\b(?:sk|rk|pk)[-_][A-Za-z0-9_-]{16,}`),
+	regexp.MustCompile(`\b(?:sess-|xox[bpas]-|ghp_|gho_|ghs_|github_pat_|glpat-)[A-Za-z0-9_-]{16,}`),
+	regexp.MustCompile(`\b(?:AKIA|ASIA)[A-Z0-9]{16}\b`),
+	regexp.MustCompile(`\bAIza[A-Za-z0-9_-]{30,}`),
 }
 
 func redactText(s, secret string) string {
 	if len(secret) >= 4 {
 		s = strings.ReplaceAll(s, secret, redacted)
+	}
+	for _, re := range secretPatterns {
+		s = re.ReplaceAllString(s, redacted)
 	}
 	return s
 }
@@ -121,31 +184,11 @@ func sensitiveKey(k string) bool {
 	return false
 }
 
-// looksSecret catches the common API-key shapes even where no key name says so.
-func looksSecret(s string) bool {
-	t := strings.TrimSpace(s)
-	if strings.HasPrefix(strings.ToLower(t), "bearer ") {
-		return true
-	}
-	if strings.ContainsAny(t, " \n\t") || len(t) < 20 {
-		return false
-	}
-	for _, p := range []string{"sk-", "sk_", "sess-", "xoxb-", "xoxp-", "ghp_", "gho_", "github_pat_", "AKIA", "AIza"} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
-}
-
 func clipString(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	cut := n
-	for cut > 0 && cut < len(s) && !utf8Start(s[cut]) {
-		cut--
-	}
+	cut := runeCut(s, n)
 	return s[:cut] + "…[" + strconv.Itoa(len(s)-cut) + " more bytes]"
 }
 
