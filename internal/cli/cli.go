@@ -36,6 +36,8 @@ Usage:
   codemode serve [--config FILE]            run the MCP gateway on stdin/stdout
   codemode exec  [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)
                                             run one cell; print each result as a JSON line
+  codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic] PROMPT
+                                            run an agent loop against a model (see codemode agent -h)
   codemode tools [--config FILE]            print the model-facing tool list as JSON
   codemode trace [--full] FILE              print a trajectory (JSON Lines) as a tree: exec → nested calls
   codemode bench [--json] [--config FILE]   measure the sandbox (min/median/max)
@@ -62,6 +64,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return runTools(ctx, rest, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stdin, stdout, stderr)
+	case "agent":
+		return runAgent(ctx, rest, stdin, stdout, stderr)
 	case "trace":
 		return runTrace(ctx, rest, stdin, stdout, stderr)
 	case "bench":

@@ -39,6 +39,8 @@ type Options struct {
 	Trajectory api.Trajectory
 	// Hooks run before every call (codemode.Options.Hooks).
 	Hooks []api.BeforeToolCallHook
+	// Approver asks a person about calls that need approval (codemode.Options.Approver).
+	Approver api.Approver
 	// Extra native tools (tests, embedders).
 	Tools []*api.Tool
 	// Plugins are started in order by Open and stopped by Close; their tools follow the core
@@ -90,6 +92,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
 	ro.Hooks = opts.Hooks
+	ro.Approver = opts.Approver
 	ro.Engine.Wasm = opts.Wasm
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)

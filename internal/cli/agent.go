@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/user"
+	"strings"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/agent"
+	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/internal/provider"
+	"github.com/codemode-go/codemode/internal/trajectory"
+)
+
+const agentUsage = `usage: codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic]
+                      [--api-key-env VAR] [--transcript FILE] [--max-turns N] [--client-tools FILE]
+                      [--system TEXT] [--stream] [--approve ask|none|all|readonly] [--quiet] PROMPT
+
+Runs an agent loop: the model gets exec, wait and the direct-only tools; every other tool of the
+configuration (built-in, plugins, MCP servers, client tools) is behind exec. The final answer goes
+to stdout, progress to stderr.`
+
+// exit status of an agent run interrupted by Ctrl-C (the shell's 128 + SIGINT).
+const exitInterrupted = 130
+
+// runAgent implements `codemode agent`.
+func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("agent", stderr)
+	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
+	baseURL := fs.String("base-url", "", "the provider's API base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, OpenAI)")
+	model := fs.String("model", "", "the model name")
+	prov := fs.String("provider", provider.OpenAI, "wire protocol: openai (chat completions) or anthropic (messages)")
+	keyEnv := fs.String("api-key-env", "", "environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+	transcript := fs.String("transcript", "", "append the run's trajectory (JSON Lines) to FILE; read it with `codemode trace FILE`")
+	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most model calls of the run")
+	clientTools := fs.String("client-tools", "", "JSON5 file of client tools: [{name, description, inputSchema, command: [argv…]}]")
+	system := fs.String("system", "", "system prompt (default: a short generic one)")
+	stream := fs.Bool("stream", false, "ask the provider for a streamed (SSE) response")
+	quiet := fs.Bool("quiet", false, "print only the final answer (no progress on stderr)")
+	approve := fs.String("approve", "", "calls that need approval (tools.approvals): ask (on the terminal; the default when stdin is one), none, all or readonly")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, agentUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	prompt := strings.TrimSpace(strings.Join(pos, " "))
+	switch {
+	case prompt == "":
+		fmt.Fprintln(stderr, "codemode agent: give the prompt as the last argument")
+		return exitUsage
+	case *baseURL == "":
+		fmt.Fprintln(stderr, "codemode agent: --base-url is required (for example http://localhost:11434/v1 for Ollama)")
+		return exitUsage
+	case *model == "":
+		fmt.Fprintln(stderr, "codemode agent: --model is required")
+		return exitUsage
+	case *prov != provider.OpenAI && *prov != provider.Anthropic:
+		fmt.Fprintf(stderr, "codemode agent: --provider must be openai or anthropic, not %q\n", *prov)
+		return exitUsage
+	case *maxTurns < 1:
+		fmt.Fprintln(stderr, "codemode agent: --max-turns must be at least 1")
+		return exitUsage
+	}
+	if *approve == "" {
+		*approve = agent.ApproveNone
+		if isTerminal(stdin) {
+			*approve = agent.ApproveAsk
+		}
+	}
+	var approver api.Approver
+	if *approve == agent.ApproveAsk {
+		approver = agent.NewTerminal(stdin, stderr)
+	} else if approver, err = agent.PolicyApprover(*approve); err != nil {
+		fmt.Fprintln(stderr, "codemode agent: --approve:", err)
+		return exitUsage
+	}
+	if *keyEnv == "" {
+		*keyEnv = map[string]string{provider.OpenAI: "OPENAI_API_KEY", provider.Anthropic: "ANTHROPIC_API_KEY"}[*prov]
+	}
+	debug, err := provider.DebugFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode agent:", err)
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	var ctools []*api.Tool
+	if *clientTools != "" {
+		if ctools, err = loadClientTools(*clientTools); err != nil {
+			fmt.Fprintln(stderr, "codemode agent: client tools:", err)
+			return exitUsage
+		}
+	}
+	log := stderrLogger(stderr)
+	var sinks []api.Trajectory
+	if *transcript != "" {
+		w, err := trajectory.Create(*transcript)
+		if err != nil {
+			fmt.Fprintln(stderr, "codemode agent:", err)
+			return exitUsage
+		}
+		defer func() {
+			if err := w.Close(); err != nil {
+				fmt.Fprintln(stderr, "codemode agent: transcript:", err)
+			}
+		}()
+		sinks = append(sinks, w)
+	}
+	var printer *agent.Printer
+	if !*quiet {
+		printer = agent.NewPrinter(stderr)
+		sinks = append(sinks, printer)
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...), Approver: approver})
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode agent:", err)
+		return exitFailed
+	}
+	defer g.Close()
+	if err := g.RT.Err(); err != nil {
+		// Fail closed: never fall back to showing the model every tool.
+		fmt.Fprintln(stderr, "codemode agent: code mode runtime unavailable:", err)
+		return exitFailed
+	}
+	rc := agentRun(*model, *prov)
+	s := g.Surface(rc, ctools)
+	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
+	defer g.RT.EndSession(rc.SessionKey)
+	client, err := provider.New(provider.Options{
+		Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
+		Stream: *stream, Logger: log, Debug: debug, CheckPayload: s.CheckPayload,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode agent:", err)
+		return exitUsage
+	}
+	opts := agent.Options{Client: client, Model: *model, System: *system, MaxTurns: *maxTurns}
+	if printer != nil {
+		opts.Progress = printer
+		fmt.Fprintf(stderr, "codemode agent: %s via %s at %s; model sees %s\n", *model, *prov, *baseURL, strings.Join(s.ToolNames(), ", "))
+	}
+	res, err := agent.Run(ctx, s, opts, prompt)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+			fmt.Fprintln(stderr, "codemode agent: interrupted; the run and its suspended work were cancelled")
+			return exitInterrupted
+		}
+		fmt.Fprintln(stderr, "codemode agent:", err)
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, res.Answer)
+	if printer != nil {
+		fmt.Fprintf(stderr, "codemode agent: %d turns, %d tool calls, %d input + %d output tokens\n",
+			res.Turns, res.ToolCalls, res.Usage.InputTokens, res.Usage.OutputTokens)
+	}
+	return exitOK
+}
+
+// isTerminal reports whether r is an interactive terminal.
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// agentRun is the run context of one `codemode agent` invocation: its own session, so its
+// suspended runs and telemetry belong to nobody else.
+func agentRun(model, prov string) api.RunContext {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
+	sender := ""
+	if u, err := user.Current(); err == nil {
+		sender = u.Username
+	}
+	return api.RunContext{AgentID: "codemode-agent", SessionKey: "agent-" + id, SessionID: "agent-" + id,
+		RunID: "run-" + id, Model: model, Provider: prov, SenderID: sender, Channel: "cli"}
+}
