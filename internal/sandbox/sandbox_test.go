@@ -60,6 +60,9 @@ func (h *fakeHost) Sync(op string, p []byte) ([]byte, error) {
 	if op == "fail" {
 		return nil, &CallError{Name: "Error", Message: "sync failure", Code: "nope"}
 	}
+	if op == "unknown" {
+		return nil, &CallError{Name: "TypeError", Message: "unknown " + string(p), Code: "unknown_tool"}
+	}
 	return json.Marshal(map[string]any{"op": op, "payload": json.RawMessage(p)})
 }
 
