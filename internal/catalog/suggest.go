@@ -17,7 +17,8 @@ import (
 const (
 	maxSuggestions = 3
 	maxNameInMsg   = 80
-	maxListed      = 12 // servers listed when there is no close match
+	maxGuess       = 128 // longer guesses are not compared: no name is that long
+	maxListed      = 12  // servers listed when there is no close match
 )
 
 // candidate is one name a guess may be compared with (keys) and how to show it.
@@ -28,6 +29,9 @@ type candidate struct {
 
 // nearest returns up to n of the candidates' shows whose keys are close to got.
 func nearest(got string, cands []candidate, n int) []string {
+	if len(got) > maxGuess {
+		return nil // bounded work whatever the cell asked for (this runs on the VM goroutine)
+	}
 	g := fold(got)
 	if g == "" {
 		return nil
@@ -43,8 +47,12 @@ func nearest(got string, cands []candidate, n int) []string {
 			if f == "" {
 				continue
 			}
-			d := editDistance(g, f)
-			ok := d <= max(1, len(f)/3)
+			tol := max(1, len(f)/3)
+			d := len(g) + len(f) // not computed: the lengths alone are too far apart
+			if abs(len(g)-len(f)) <= tol {
+				d = editDistance(g, f)
+			}
+			ok := d <= tol
 			if len(g) >= 4 && (strings.HasPrefix(f, g) || strings.Contains(f, g)) || len(f) >= 4 && strings.Contains(g, f) {
 				ok = true
 			}
@@ -71,6 +79,22 @@ func nearest(got string, cands []candidate, n int) []string {
 		out = append(out, h.show)
 	}
 	return out
+}
+
+func abs(n int) int { return max(n, -n) }
+
+// sameTool reports whether a guess names e (get_sum for get-sum or getSum); folded is
+// foldGuess(guess).
+func sameTool(e *Entry, folded, guess string) bool {
+	return folded != "" && fold(e.Tool.Name) == folded || e.JSName == guess
+}
+
+// foldGuess folds a guess once, or returns "" for one too long to be any tool's name.
+func foldGuess(guess string) string {
+	if len(guess) > maxGuess {
+		return ""
+	}
+	return fold(guess)
 }
 
 // fold ignores case and the separators that name mappings change (create_issue ↔ createIssue).
@@ -123,7 +147,7 @@ func quote(s string) string {
 
 // member shows obj.name, or obj["name"] when name is not an identifier.
 func member(obj, name string) string {
-	if isIdent(name) && len(name) <= maxNameInMsg {
+	if len(name) <= maxNameInMsg && isIdent(name) {
 		return obj + "." + name
 	}
 	return obj + "[" + quote(name) + "]"
@@ -201,9 +225,10 @@ func suggestion(close []string, search func() string) string {
 // UnknownGuestName explains `tools.<name>` for a name with no convenience function (G3).
 func (c *Catalog) UnknownGuestName(name string) string {
 	what := member("tools", name)
+	folded := foldGuess(name)
 	// An MCP tool: reachable through its namespace only (K4).
 	for _, e := range c.mcp {
-		if fold(e.Tool.Name) == fold(name) || e.JSName == name {
+		if sameTool(e, folded, name) {
 			return fmt.Sprintf("%s is not a function: %s is a tool of the MCP server %s; call %s({...})", what, quote(e.Tool.Name), quote(e.Tool.Owner), mcpCall(e))
 		}
 	}
@@ -232,6 +257,7 @@ func (c *Catalog) UnknownGuestName(name string) string {
 // UnknownServer explains `MCP.<name>` for a name that is no visible server (M2).
 func (c *Catalog) UnknownServer(name string) string {
 	what := member("MCP", name)
+	folded := foldGuess(name)
 	if len(c.servers) == 0 {
 		return fmt.Sprintf("%s is undefined: no MCP server is connected in this run", what)
 	}
@@ -243,7 +269,7 @@ func (c *Catalog) UnknownServer(name string) string {
 	// A tool name used as a server (MCP.getSum(...)): point at its server.
 	if len(sugg) == 0 {
 		for _, e := range c.mcp {
-			if fold(e.Tool.Name) == fold(name) || e.JSName == name {
+			if sameTool(e, folded, name) {
 				sugg = append(sugg, mcpCall(e))
 				if len(sugg) == maxSuggestions {
 					break
@@ -277,6 +303,7 @@ func (c *Catalog) UnknownMCPTool(server, name string) string {
 		return c.UnknownServer(server)
 	}
 	what := member("MCP."+srv.JS, name)
+	folded := foldGuess(name)
 	cands := make([]candidate, 0, len(srv.Entries))
 	for _, e := range srv.Entries {
 		cands = append(cands, candidate{keys: []string{e.JSName, e.Tool.Name}, show: mcpCall(e)})
@@ -285,7 +312,7 @@ func (c *Catalog) UnknownMCPTool(server, name string) string {
 	if len(sugg) == 0 {
 		// The same tool on another server.
 		for _, e := range c.mcp {
-			if e.Tool.Owner != server && (fold(e.Tool.Name) == fold(name) || e.JSName == name) {
+			if e.Tool.Owner != server && sameTool(e, folded, name) {
 				sugg = append(sugg, mcpCall(e))
 				if len(sugg) == maxSuggestions {
 					break
@@ -305,6 +332,7 @@ func (c *Catalog) UnknownMCPTool(server, name string) string {
 // a bare `read` too): the source and owner prefix would make every id look alike.
 func (c *Catalog) UnknownID(id string) string {
 	name := id[strings.LastIndexByte(id, ':')+1:]
+	folded := foldGuess(name)
 	show := func(e *Entry) string { return strconv.Quote(e.ID) }
 	cands := make([]candidate, 0, len(c.guest))
 	for _, e := range c.guest {
@@ -316,7 +344,7 @@ func (c *Catalog) UnknownID(id string) string {
 		if len(sugg) == maxSuggestions {
 			break
 		}
-		if fold(e.Tool.Name) == fold(name) || e.JSName == name {
+		if sameTool(e, folded, name) {
 			sugg = append(sugg, mcpCall(e)+"({...})")
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 )
@@ -130,5 +131,27 @@ func TestNearest(t *testing.T) {
 				t.Fatalf("nearest(%q) = %q, want %q", tt.got, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestUnknownNamesBounded: a hostile name costs bounded work on the VM goroutine, however large
+// the catalog or the name.
+func TestUnknownNamesBounded(t *testing.T) {
+	var tools []*api.Tool
+	for i := range 2000 {
+		tools = append(tools, &api.Tool{Name: fmt.Sprintf("tool_%d_%s", i, strings.Repeat("x", i%60)), Description: "A tool."})
+		tools = append(tools, &api.Tool{Name: fmt.Sprintf("t%d", i), Source: api.SourceMCP, Owner: fmt.Sprintf("s%d", i%50)})
+	}
+	c := Build(tools, Policy{})
+	huge := strings.Repeat("tool_1_", 1<<20/7)
+	start := time.Now()
+	for _, msg := range []string{c.UnknownGuestName(huge), c.UnknownID(huge), c.UnknownServer(huge), c.UnknownMCPTool("s1", huge),
+		c.UnknownGuestName(strings.Repeat("y", 100)), c.UnknownID("tool_" + strings.Repeat("x", 100))} {
+		if len(msg) > 1200 {
+			t.Fatalf("message is %d bytes", len(msg))
+		}
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v", took)
 	}
 }
