@@ -23,9 +23,13 @@ import (
 // Bounds on an input schema worth compiling.
 const (
 	MaxInputSchemaBytes = 256 << 10
-	maxSchemaDepth      = 64
-	maxReported         = 4   // failures listed in one message
-	maxFailureText      = 200 // bytes of one failure's text
+	// MaxValidatedInputBytes bounds the inputs checked: validation runs before the tool on the
+	// call's goroutine, and a hostile schema (uniqueItems over objects…) must not turn a large
+	// input into minutes of CPU. Larger inputs go to the tool unchecked.
+	MaxValidatedInputBytes = 1 << 20
+	maxSchemaDepth         = 64
+	maxReported            = 4   // failures listed in one message
+	maxFailureText         = 200 // bytes of one failure's text
 )
 
 // CompileInput compiles a tool's input schema, or returns nil when it cannot or should not be
@@ -93,8 +97,12 @@ func (e *InputError) Error() string {
 var printer = message.NewPrinter(language.English)
 
 // ValidateInput checks an input document. It returns nil when the input matches (or the schema
-// cannot judge it), an *InputError when it does not, or an error when the input is not JSON.
+// cannot judge it, or the input is larger than MaxValidatedInputBytes), an *InputError when it
+// does not, or an error when the input is not JSON.
 func (s *Schema) ValidateInput(doc []byte) (verr error) {
+	if len(doc) > MaxValidatedInputBytes {
+		return nil
+	}
 	// encoding/json (numbers as float64, which the validator accepts) costs less than half of
 	// jsonschema.UnmarshalJSON on the call path; an input number beyond 2^53 is judged rounded.
 	var inst any
