@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,5 +154,40 @@ func TestUnknownNamesBounded(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Fatalf("took %v", took)
+	}
+}
+
+// TestInputSchemaHammer: entries are shared by concurrent runs; the lazily compiled input schema
+// is compiled once and used from many goroutines.
+func TestInputSchemaHammer(t *testing.T) {
+	c := Build([]*api.Tool{{Name: "t", InputSchema: []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
+		{Name: "bad", Source: api.SourceMCP, Owner: "s", InputSchema: []byte(`{"type":42}`)}}, Policy{})
+	e, bad := c.Lookup("native:core:t"), c.Lookup("mcp:s:bad")
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if bad.InputSchema() != nil {
+				errs <- fmt.Errorf("an invalid untrusted schema compiled")
+			}
+			s := e.InputSchema()
+			if s == nil {
+				errs <- fmt.Errorf("no schema")
+				return
+			}
+			if err := s.ValidateInput([]byte(fmt.Sprintf(`{"n":%d}`, i))); err != nil {
+				errs <- err
+			}
+			if err := s.ValidateInput([]byte(`{"n":"x"}`)); err == nil {
+				errs <- fmt.Errorf("a string passed as an integer")
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }

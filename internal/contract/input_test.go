@@ -101,3 +101,15 @@ func FuzzInputSchema(f *testing.F) {
 		_ = s.ValidateInput([]byte(input))
 	})
 }
+
+// TestLargeInputsNotValidated: past MaxValidatedInputBytes the input goes to the tool unchecked.
+func TestLargeInputsNotValidated(t *testing.T) {
+	s := CompileInput("t", []byte(`{"type":"object","properties":{"a":{"type":"string"}}}`))
+	big := `{"a":1,"pad":"` + strings.Repeat("x", MaxValidatedInputBytes) + `"}`
+	if err := s.ValidateInput([]byte(big)); err != nil {
+		t.Fatalf("validated a %d-byte input: %v", len(big), err)
+	}
+	if err := s.ValidateInput([]byte(`{"a":1}`)); err == nil {
+		t.Fatal("a small invalid input passed")
+	}
+}
