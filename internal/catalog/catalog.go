@@ -55,6 +55,18 @@ type Entry struct {
 	contractErr      error
 	mcpHintOnce      sync.Once
 	mcpHint          string
+	inputOnce        sync.Once
+	input            *contract.Schema
+}
+
+// InputSchema is the compiled input schema a nested call's input is checked against before the
+// tool runs, or nil when the tool has none that can be used (missing, too large or deep, invalid,
+// referring outside itself): then the input is not validated — an untrusted MCP or client schema
+// never makes a tool unusable. Compiled on first use: most tools of a large catalog are never
+// called.
+func (e *Entry) InputSchema() *contract.Schema {
+	e.inputOnce.Do(func() { e.input = contract.CompileInput(e.ID, e.Tool.InputSchema) })
+	return e.input
 }
 
 // Guest reports whether the entry is visible through ALL_TOOLS and tools.* (MCP entries are not, K4).

@@ -24,21 +24,23 @@ func (refusingLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
 }
 
-// Compile compiles a schema. name identifies it in errors (a tool id).
-func Compile(name string, raw []byte) (*Schema, error) {
+// Compile compiles an output schema. name identifies it in errors (a tool id).
+func Compile(name string, raw []byte) (*Schema, error) { return compile(name, "output", raw) }
+
+func compile(name, what string, raw []byte) (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Errorf("output schema of %s is not JSON: %v", name, err)
+		return nil, fmt.Errorf("%s schema of %s is not JSON: %v", what, name, err)
 	}
 	comp := jsonschema.NewCompiler()
 	comp.UseLoader(refusingLoader{})
-	loc := "mem:///" + strings.NewReplacer(":", "/", " ", "_").Replace(name) + "/outputSchema.json"
+	loc := "mem:///" + strings.NewReplacer(":", "/", " ", "_").Replace(name) + "/" + what + "Schema.json"
 	if err := comp.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("output schema of %s is invalid: %v", name, err)
+		return nil, fmt.Errorf("%s schema of %s is invalid: %v", what, name, err)
 	}
 	s, err := comp.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("output schema of %s is invalid: %v", name, err)
+		return nil, fmt.Errorf("%s schema of %s is invalid: %v", what, name, err)
 	}
 	return &Schema{s}, nil
 }

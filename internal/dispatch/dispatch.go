@@ -16,6 +16,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
@@ -115,6 +116,28 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 			tool = *p.Tool
 		}
 		return d.Catalog.APIHeader(p.Server, tool, p.Schema)
+	case "unknown":
+		// A cell reached for tools.<name>, MCP.<server> or MCP.<server>.<tool> that does not
+		// exist: the guest throws this message (with suggestions) instead of "not a function".
+		var p struct {
+			Kind   string `json:"kind"`
+			Server string `json:"server"`
+			Name   string `json:"name"`
+		}
+		if err := json.Unmarshal(payload, &p); err != nil {
+			return nil, badRequest(err)
+		}
+		var msg string
+		code := "unknown_tool"
+		switch p.Kind {
+		case "server":
+			msg, code = d.Catalog.UnknownServer(p.Name), "unknown_server"
+		case "mcp":
+			msg = d.Catalog.UnknownMCPTool(p.Server, p.Name)
+		default:
+			msg = d.Catalog.UnknownGuestName(p.Name)
+		}
+		return nil, &api.ToolError{Name: "TypeError", Code: code, Message: msg}
 	case "api.list":
 		var p struct {
 			Prefix string `json:"prefix"`
@@ -166,8 +189,7 @@ func (d *Dispatcher) guestEntry(id string) (*catalog.Entry, error) {
 			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
 				Message: fmt.Sprintf("%q is a code-mode control tool and cannot be called from a cell", id)}
 		}
-		return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
-			Message: fmt.Sprintf("unknown tool id %q: use an exact id from ALL_TOOLS or tools.search(...)", id)}
+		return nil, &api.ToolError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownID(id)}
 	}
 	if !e.Guest() {
 		return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
@@ -230,8 +252,7 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		e := d.Catalog.Lookup("mcp:" + p.Server + ":" + p.Tool)
 		if e == nil {
-			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool",
-				Message: fmt.Sprintf("MCP server %q has no visible tool %q", p.Server, p.Tool)}
+			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
 		}
 		res, err := d.Execute(ctx, c, e, p.Input)
 		if err != nil {
@@ -337,6 +358,19 @@ func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, e *catalog.En
 	}
 	if !json.Valid(input) {
 		return nil, &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "tool input is not valid JSON"}
+	}
+	// The input is checked before hooks, approval and the tool see it: the cell learns which
+	// field is wrong and why, and nobody is asked to approve a call that cannot be right.
+	if s := e.InputSchema(); s != nil {
+		if err := s.ValidateInput(input); err != nil {
+			ce := &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput),
+				Message: fmt.Sprintf("%s was not called: the input does not match its input schema: %v", e.ID, err)}
+			var ie *contract.InputError
+			if errors.As(err, &ie) {
+				ce.Details, _ = json.Marshal(map[string]any{"failures": ie.Failures})
+			}
+			return nil, ce
+		}
 	}
 	hev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}

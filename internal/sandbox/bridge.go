@@ -71,6 +71,11 @@ func (r *Run) hostSync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (q
 	}
 	res, err := r.host.Sync(op, payload)
 	if err != nil {
+		var ce *api.ToolError
+		if errors.As(err, &ce) {
+			// Keep the name and code: the guest catches a TypeError [unknown_tool], not an Error.
+			return quickjs.Undefined, &quickjs.GuestError{Name: ce.Name, Message: ce.Message, Code: ce.Code}
+		}
 		return quickjs.Undefined, err
 	}
 	return vm.NewString(string(res))

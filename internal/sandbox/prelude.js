@@ -15,7 +15,7 @@
   'use strict';
   const G = globalThis;
   const O = Object, A = Array, S = String, N = Number, M = Math, J = JSON, R = Reflect;
-  const P = Promise, E = Error, TE = TypeError, SYM = Symbol, MapC = Map, SetC = Set;
+  const P = Promise, E = Error, TE = TypeError, RE = RangeError, SYM = Symbol, MapC = Map, SetC = Set, ProxyC = Proxy;
   const apply = R.apply, ownKeys = R.ownKeys;
   const defineProperty = O.defineProperty, freeze = O.freeze, create = O.create;
   const getOwnPropertyDescriptor = O.getOwnPropertyDescriptor, getPrototypeOf = O.getPrototypeOf;
@@ -118,8 +118,10 @@
   function makeError(text) {
     // text is JSON from the host: {name, message, code?, details?}
     const d = parseJSON(text);
-    const err = new E(d.message);
-    if (d.name && d.name !== 'Error') defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
+    // A TypeError or RangeError from the host is one (`e instanceof TypeError`); other names are
+    // Errors with that name (AbortError…).
+    const err = d.name === 'TypeError' ? new TE(d.message) : d.name === 'RangeError' ? new RE(d.message) : new E(d.message);
+    if (d.name && d.name !== 'Error' && d.name !== 'TypeError' && d.name !== 'RangeError') defineProperty(err, 'name', { value: d.name, writable: true, configurable: true, enumerable: false });
     if (d.code) defineProperty(err, 'code', { value: d.code, writable: true, configurable: true, enumerable: true });
     if (d.details !== undefined) defineProperty(err, 'details', { value: d.details, writable: true, configurable: true, enumerable: true });
     return err;
@@ -211,6 +213,29 @@
       }
     });
 
+    // ---- strict namespaces: tools, MCP and MCP.<server> (issue 14 item 4) ----
+    // Reading a name that is not there throws a TypeError that says so and suggests the nearest
+    // names (the host answers from the catalog), instead of `undefined` and a later "not a
+    // function". Own properties (the helpers, convenience functions, servers, tools) are
+    // returned as they are — they are non-configurable, so a Proxy could not change them anyway —
+    // and names the engine and common code probe on any object (then for await, toJSON for JSON,
+    // toString/valueOf for conversions, Symbol keys…) read as undefined, as on a plain object.
+    const probes = create(null);
+    const probeNames = ['then', 'catch', 'finally', 'toJSON', 'toString', 'toLocaleString', 'valueOf',
+      'constructor', 'prototype', '__proto__', 'length', 'inspect', 'nodeType', 'tagName', '$$typeof',
+      'asymmetricMatch', '@@__IMMUTABLE_ITERABLE__@@', '@@__IMMUTABLE_RECORD__@@'];
+    for (let i = 0; i < probeNames.length; i++) probes[probeNames[i]] = true;
+    function strict(target, kind, server) {
+      return new ProxyC(target, {
+        get(t, key) {
+          const v = t[key];
+          if (v !== undefined || typeof key !== 'string' || probes[key] === true) return v;
+          ask('unknown', { kind, server, name: key }); // throws the explanation
+          throw new TE(key + ' is not defined');
+        },
+      });
+    }
+
     // setup is called by the host once per exec with the run's data.
     // reseed gives each VM its own Math.random sequence (the template's state is shared).
     function reseed(a, b, c, d) {
@@ -244,7 +269,7 @@
           enumerable: true, writable: false, configurable: false,
         });
       }
-      defineGlobal('tools', freeze(tools));
+      defineGlobal('tools', strict(freeze(tools), 'tools', ''));
 
       // ---- MCP namespace (M2) ----
       const mcp = create(null);
@@ -296,9 +321,9 @@
         });
         if (!apply(hasOwn, ns, ['resources'])) defineProperty(ns, 'resources', { value: freeze(resources) });
         if (!apply(hasOwn, ns, ['prompts'])) defineProperty(ns, 'prompts', { value: freeze(prompts) });
-        defineProperty(mcp, srv.js, { value: freeze(ns), enumerable: true });
+        defineProperty(mcp, srv.js, { value: strict(freeze(ns), 'mcp', server), enumerable: true });
       }
-      defineGlobal('MCP', freeze(mcp));
+      defineGlobal('MCP', strict(freeze(mcp), 'server', ''));
 
       // ---- virtual declaration files (M3): answered by the host, no tool call ----
       defineGlobal('API', freeze({

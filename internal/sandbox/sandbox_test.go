@@ -61,6 +61,9 @@ func (h *fakeHost) Sync(op string, p []byte) ([]byte, error) {
 	if op == "fail" {
 		return nil, &api.ToolError{Name: "Error", Message: "sync failure", Code: "nope"}
 	}
+	if op == "unknown" {
+		return nil, &api.ToolError{Name: "TypeError", Message: "unknown " + string(p), Code: "unknown_tool"}
+	}
 	return json.Marshal(map[string]any{"op": op, "payload": json.RawMessage(p)})
 }
 

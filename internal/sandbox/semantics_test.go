@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/source"
 )
 
 // TestPendingWorkDrains is issue 14 item 1 (X7): `completed` only when nothing is pending. Work a
@@ -308,5 +309,62 @@ func TestSyntaxErrorsPointAtTheCell(t *testing.T) {
 				t.Fatalf("got %s %s %q, want invalid_input %q", o.Status, o.Code, o.Error, c.want)
 			}
 		})
+	}
+}
+
+// TestStrictNamespaces is issue 14 item 4 on the guest side: reading a name that is not on
+// tools, MCP or MCP.<server> throws the host's explanation (a TypeError with a code) at the
+// access, while everything a plain object answers keeps working: await, JSON, `in`, keys,
+// conversions, Symbol keys, and the helpers that can never be shadowed.
+func TestStrictNamespaces(t *testing.T) {
+	eng, _ := testEngine(t)
+	tmpl, err := eng.NewTemplate(context.Background(), []byte(`{"tools":[{"id":"native:core:read","name":"read"}],
+		"safeNames":[["read","native:core:read"]],
+		"mcp":[{"server":"every-thing","js":"everyThing","tools":[["getSum","get-sum"]]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct{ code, want string }{
+		{`try { tools.reed } catch (e) { return [e instanceof TypeError, e.code, e.message] }`,
+			`[true,"unknown_tool","unknown {\"kind\":\"tools\",\"server\":\"\",\"name\":\"reed\"}"]`},
+		{`try { await tools.reed({}) } catch (e) { return e.message }`, `"unknown {\"kind\":\"tools\",\"server\":\"\",\"name\":\"reed\"}"`},
+		{`try { MCP.github } catch (e) { return e.message }`, `"unknown {\"kind\":\"server\",\"server\":\"\",\"name\":\"github\"}"`},
+		{`try { MCP.everyThing.get_sum } catch (e) { return e.message }`, `"unknown {\"kind\":\"mcp\",\"server\":\"every-thing\",\"name\":\"get_sum\"}"`},
+		{`try { tools["not an ident"] } catch (e) { return e.code }`, `"unknown_tool"`},
+		// What a plain object answers still works.
+		{`return [await tools === tools, await MCP === MCP, await MCP.everyThing === MCP.everyThing]`, `[true,true,true]`},
+		{`return [tools.then, tools.toJSON, MCP.then, MCP.everyThing.then, tools.constructor, tools.__proto__]`, `[null,null,null,null,null,null]`},
+		{`return [typeof tools.search, typeof tools.describe, typeof tools.call, typeof tools.callValue, typeof tools.read]`, `["function","function","function","function","function"]`},
+		{`return ["read" in tools, "reed" in tools, "everyThing" in MCP, "nope" in MCP.everyThing]`, `[true,false,true,false]`},
+		{`return [Object.keys(tools), Object.keys(MCP), Object.keys(MCP.everyThing)]`, `[["read"],["everyThing"],["getSum"]]`},
+		{`return JSON.stringify(tools)`, `"{}"`},
+		{`text(MCP); return 1`, `1`},
+		{`return [tools[Symbol.iterator], tools[Symbol.toPrimitive], Object.prototype.toString.call(tools)]`, `[null,null,"[object Object]"]`},
+		{`try { String(tools) } catch (e) { return e instanceof TypeError }`, `true`},
+		{`return [Object.isFrozen(tools), Object.isFrozen(MCP), Object.isFrozen(MCP.everyThing)]`, `[true,true,true]`},
+		// The helpers cannot be replaced or shadowed.
+		{`try { tools.search = 1 } catch {} try { Object.defineProperty(tools, "search", {value: 1}) } catch {} return typeof tools.search`, `"function"`},
+		{`const t = Object.create(tools); try { t.nope } catch (e) { return e.code }`, `"unknown_tool"`},
+		{`return typeof MCP.everyThing.$api === "function" && typeof MCP.everyThing.resources.read === "function"`, `true`},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			prog, err := source.Prepare(c.code, source.JavaScript)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, o := eng.Start(context.Background(), &fakeHost{}, prog, tmpl, defaultLimits(), "call")
+			r.Close()
+			if o.Status != StatusCompleted || string(o.Value) != c.want {
+				t.Fatalf("got %s %s %q, want %s", o.Status, o.Value, o.Error, c.want)
+			}
+		})
+	}
+	// An uncaught one fails the cell with the explanation at the access.
+	prog, _ := source.Prepare("\nreturn tools.reed({path: 'x'})", source.JavaScript)
+	r, o := eng.Start(context.Background(), &fakeHost{}, prog, tmpl, defaultLimits(), "call")
+	r.Close()
+	if o.Status != StatusFailed || !strings.HasPrefix(o.Error, "TypeError: unknown ") || !strings.HasSuffix(o.Error, "[unknown_tool] (line 2:8)") {
+		t.Fatalf("%+v", o)
 	}
 }

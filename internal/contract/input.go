@@ -1,0 +1,196 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// Input schemas check a nested call's input before the tool runs, so a cell learns which field is
+// wrong and why instead of getting whatever the tool makes of it. Unlike output contracts (O4),
+// an input schema is advice, not a gate: MCP and client schemas are untrusted, so a schema that
+// is too large, too deep or does not compile means "not validated", never "tool unusable", and
+// a schema problem found while validating (a $ref cycle) lets the call through.
+
+// Bounds on an input schema worth compiling.
+const (
+	MaxInputSchemaBytes = 256 << 10
+	// MaxValidatedInputBytes bounds the inputs checked: validation runs before the tool on the
+	// call's goroutine, and a hostile schema (uniqueItems over objects…) must not turn a large
+	// input into minutes of CPU. Larger inputs go to the tool unchecked.
+	MaxValidatedInputBytes = 1 << 20
+	maxSchemaDepth         = 64
+	maxReported            = 4   // failures listed in one message
+	maxFailureText         = 200 // bytes of one failure's text
+)
+
+// CompileInput compiles a tool's input schema, or returns nil when it cannot or should not be
+// used for validation (empty, oversized, nested too deep, not JSON, invalid, or referring to
+// documents outside itself). It never reads a file or the network.
+func CompileInput(name string, raw []byte) (s *Schema) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || len(raw) > MaxInputSchemaBytes || tooDeep(raw, maxSchemaDepth) {
+		return nil
+	}
+	defer func() {
+		if recover() != nil {
+			s = nil // a hostile schema must not take the process down: it is just not used
+		}
+	}()
+	s, err := compile(name, "input", raw)
+	if err != nil {
+		return nil
+	}
+	return s
+}
+
+// tooDeep reports JSON nesting deeper than limit (strings are skipped).
+func tooDeep(raw []byte, limit int) bool {
+	depth := 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			if depth > limit {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
+
+// InputError lists what is wrong with an input: the model's own value, so the messages may quote
+// it (bounded).
+type InputError struct {
+	Failures []string // "input.a: got string, want number"
+	More     int      // failures not listed
+}
+
+func (e *InputError) Error() string {
+	s := strings.Join(e.Failures, "; ")
+	if e.More > 0 {
+		s += fmt.Sprintf("; and %d more", e.More)
+	}
+	return s
+}
+
+var printer = message.NewPrinter(language.English)
+
+// ValidateInput checks an input document. It returns nil when the input matches (or the schema
+// cannot judge it, or the input is larger than MaxValidatedInputBytes), an *InputError when it
+// does not, or an error when the input is not JSON.
+func (s *Schema) ValidateInput(doc []byte) (verr error) {
+	if len(doc) > MaxValidatedInputBytes {
+		return nil
+	}
+	// encoding/json (numbers as float64, which the validator accepts) costs less than half of
+	// jsonschema.UnmarshalJSON on the call path; an input number beyond 2^53 is judged rounded.
+	var inst any
+	if err := json.Unmarshal(doc, &inst); err != nil {
+		return errors.New("the input is not JSON")
+	}
+	defer func() {
+		if recover() != nil {
+			verr = nil // the schema cannot judge this input
+		}
+	}()
+	err := s.s.Validate(inst)
+	var ve *jsonschema.ValidationError
+	if err == nil || !errors.As(err, &ve) {
+		return nil
+	}
+	var leaves []*jsonschema.ValidationError
+	var walk func(v *jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) == 0 {
+			leaves = append(leaves, v)
+		}
+		for _, c := range v.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	out := &InputError{}
+	for _, l := range leaves {
+		if _, cycle := l.ErrorKind.(*kind.RefCycle); cycle {
+			return nil // the schema's fault, not the input's
+		}
+		if len(out.Failures) == maxReported {
+			out.More++
+			continue
+		}
+		text := l.ErrorKind.LocalizedString(printer)
+		if len(text) > maxFailureText {
+			text = text[:maxFailureText] + "…"
+		}
+		out.Failures = append(out.Failures, jsPath(l.InstanceLocation)+": "+text)
+	}
+	return out
+}
+
+// jsPath renders a JSON pointer's tokens as a JavaScript access path: input.items[0].name.
+func jsPath(tokens []string) string {
+	var b strings.Builder
+	b.WriteString("input")
+	for _, t := range tokens {
+		if len(t) > 60 {
+			t = t[:60] + "…"
+		}
+		switch {
+		case isIndex(t):
+			b.WriteString("[" + t + "]")
+		case isIdent(t):
+			b.WriteString("." + t)
+		default:
+			b.WriteString("[" + strconv.Quote(t) + "]")
+		}
+	}
+	return b.String()
+}
+
+func isIndex(s string) bool {
+	if s == "" || len(s) > 1 && s[0] == '0' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isIdent(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		switch {
+		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
+		case i > 0 && r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return true
+}
