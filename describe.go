@@ -2,14 +2,16 @@ package codemode
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/namespace"
 )
 
 // execDescription is the model-visible description of exec: how to write a cell, the guest API,
 // the `-> ?` rule (Q2), whether MCP servers and their virtual declaration files exist (Q4, M3),
 // and the quick index of trusted tools (Q1). It contains no tool descriptions.
-func execDescription(cat *catalog.Catalog, languages []string) string {
+func execDescription(cat *catalog.Catalog, languages []string, namespaces []*namespace.Entry) string {
 	var b strings.Builder
 	b.WriteString("Run a short ")
 	names := make([]string, len(languages))
@@ -38,6 +40,17 @@ Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> 
 		}
 		b.WriteString(".\n")
 	}
+	if len(namespaces) > 0 {
+		// Q4: a visible namespace's description and prompt, and only a visible one's.
+		b.WriteString("Namespaces (domain APIs of plugins, also under namespaces.<Name>; typed declarations: await API.read(\"namespaces/<Name>.d.ts\")):\n")
+		for _, e := range namespaces {
+			b.WriteString("- " + e.NS.GlobalName + ": " + clipLine(e.NS.Description, 600))
+			if p := clipLine(e.NS.Prompt, 1200); p != "" {
+				b.WriteString(" " + p)
+			}
+			b.WriteString("\n")
+		}
+	}
 	if qi := cat.QuickIndex(); qi != "" {
 		b.WriteString("Tools (call → input -> output):\n")
 		b.WriteString(qi)
@@ -45,4 +58,16 @@ Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> 
 		b.WriteString("The catalog is empty in this run.\n")
 	}
 	return b.String()
+}
+
+// clipLine keeps plugin prose to one bounded line.
+func clipLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
@@ -217,9 +218,10 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	disp := s.dispatcher(callID, in.RestartSafe)
+	nsJSON := s.buildNamespaces(ctx, disp)
 	lim := rt.limits()
 	lim.RestartSafe = in.RestartSafe
-	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim, callID)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: callID, Namespaces: nsJSON})
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
 }
 
@@ -329,8 +331,30 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 	return &dispatch.Dispatcher{
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: rt.gate,
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
-		Counters: s.rt.counters.get(s.run),
+		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool,
 	}
+}
+
+// buildNamespaces creates the run's namespace scopes (N3) for one exec and returns what the
+// guest installs. A namespace whose createScope fails is left out of this exec (and logged): a
+// broken plugin must not break cells that never use it.
+func (s *Surface) buildNamespaces(ctx context.Context, disp *dispatch.Dispatcher) []byte {
+	if len(s.namespaces) == 0 {
+		return nil
+	}
+	disp.Namespaces = map[string]*namespace.Scope{}
+	guest := make([]namespace.Guest, 0, len(s.namespaces))
+	for _, e := range s.namespaces {
+		sc, err := namespace.Build(ctx, e, api.NamespaceContext{Run: s.run})
+		if err != nil {
+			s.rt.log.Warn("namespace left out of this exec", "namespace", e.NS.ID, "plugin", e.PluginID, "err", err)
+			continue
+		}
+		disp.Namespaces[sc.ID] = sc
+		guest = append(guest, sc.GuestJSON())
+	}
+	b, _ := json.Marshal(guest)
+	return b
 }
 
 func (rt *Runtime) limits() sandbox.Limits {

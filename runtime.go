@@ -23,6 +23,7 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
@@ -146,7 +147,10 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
-	warned    sync.Map // warnings already logged (string → struct{})
+	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
+	namespaces *namespace.Registry
+	plugins    plugins
+	warned     sync.Map // warnings already logged (string → struct{})
 }
 
 // New creates a Runtime. It loads and compiles the QuickJS module when code mode is enabled; if
@@ -182,7 +186,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store: runstore.New(cm.SnapshotTTL()), catalogs: newCatalogCache(16), counters: newRunCounters(4096),
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
-			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory}}
+			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
+		namespaces: namespace.NewRegistry()}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
 	}
@@ -251,16 +256,16 @@ func (rt *Runtime) Stats() Stats {
 	return Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
 }
 
-// Close drops suspended runs and releases the module. Execs after Close fail with
-// runtime_unavailable.
+// Close drops suspended runs, stops the added plugins and releases the module. Execs after Close
+// fail with runtime_unavailable.
 func (rt *Runtime) Close() error {
 	rt.store.Close()
+	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {
-		err := rt.mod.Close(context.Background())
+		err = errors.Join(err, rt.mod.Close(context.Background()))
 		rt.mod, rt.engine = nil, nil
-		return err
 	}
-	return nil
+	return err
 }
 
 // warnOnce logs a warning about the tool set the first time it is seen: a gateway activates the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/namespace"
 )
 
 // ModelTool is a tool definition as the model receives it.
@@ -34,6 +35,8 @@ type Surface struct {
 
 	run    api.RunContext
 	cached *cachedCatalog
+	// namespaces are the plugin namespaces visible in this run (N2).
+	namespaces []*namespace.Entry
 	// byID and byName resolve this run's own tool implementations: the cached catalog is shared
 	// between runs with identical definitions, but execution always uses the run's tools (A9).
 	byID   map[string]*api.Tool
@@ -123,6 +126,7 @@ func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
 // Options.Policy applies first (A3); tools named in Policy.DirectOnly, or declaring DirectOnly,
 // stay model-visible; every other tool is catalogued behind exec (A5–A6).
 func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
+	tools = append(slices.Clip(tools), rt.pluginTools()...)
 	pol := rt.policy(rc)
 	s := &Surface{rt: rt, run: rc, byID: map[string]*api.Tool{}, byName: map[string]*api.Tool{},
 		direct: map[string]bool{}}
@@ -178,7 +182,9 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 	}
 	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog { return catalog.Build(eff) })
 	s.active = true
-	s.tools = []ModelTool{rt.execTool(s.cached.cat), waitTool()}
+	cat := s.cached.cat
+	s.namespaces = rt.namespaces.Visible(func(id string) bool { return cat.Lookup(id) != nil })
+	s.tools = []ModelTool{rt.execTool(cat, s.namespaces), waitTool()}
 	for _, t := range s.cached.cat.DirectOnly {
 		if _, dup := s.byName[t.Name]; dup || t.Name == "exec" || t.Name == "wait" {
 			s.warn(fmt.Sprintf("direct-only tool %s is not shown: its name %q is taken", t.ID(), t.Name))
@@ -278,10 +284,10 @@ func fingerprint(tools []*api.Tool) string {
 // oneOf/anyOf (X2: some providers reject those).
 const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."}},"required":["code"],"additionalProperties":false}`
 
-func (rt *Runtime) execTool(cat *catalog.Catalog) ModelTool {
+func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry) ModelTool {
 	langs, _ := json.Marshal(rt.cm.Languages)
 	schema := strings.Replace(execSchemaTemplate, "LANGS", string(langs), 1)
-	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages), InputSchema: json.RawMessage(schema)}
+	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages, ns), InputSchema: json.RawMessage(schema)}
 }
 
 func waitTool() ModelTool {

@@ -17,6 +17,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/contract"
+	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
@@ -47,7 +48,11 @@ type Dispatcher struct {
 	SearchLimit func(requested int) int
 	Counters    *Counters
 	// RunID is the code-mode runId once the run has suspended (for approval requests).
-	RunID     string
+	RunID string
+	// Namespaces are the run's namespace scopes by id (N5): what ns.call resolves against.
+	Namespaces map[string]*namespace.Scope
+	// CheckTool refuses a call before it runs, e.g. to a removed plugin's tool (nil: none).
+	CheckTool func(*api.Tool) error
 	approvals approvals
 }
 
@@ -145,7 +150,7 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, badRequest(err)
 		}
-		files, err := d.Catalog.APIList(p.Prefix)
+		files, err := d.apiList(p.Prefix)
 		if err != nil {
 			return nil, &api.ToolError{Name: "Error", Code: "invalid_path", Message: err.Error()}
 		}
@@ -157,7 +162,7 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, badRequest(err)
 		}
-		text, err := d.Catalog.APIRead(p.Path)
+		text, err := d.apiRead(p.Path)
 		if err != nil {
 			return nil, &api.ToolError{Name: "Error", Code: "invalid_path", Message: err.Error()}
 		}
@@ -204,9 +209,16 @@ func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
 		ID     string `json:"id"`
 		Server string `json:"server"`
 		Tool   string `json:"tool"`
+		NS     string `json:"ns"`
+		Call   int    `json:"call"`
 	}
 	_ = json.Unmarshal(payload, &p)
 	switch {
+	case op == "ns.call":
+		if sc := d.Namespaces[p.NS]; sc != nil && p.Call >= 0 && p.Call < len(sc.Calls) {
+			return namespace.ToolID(sc.PluginID, sc.Calls[p.Call].Tool)
+		}
+		return "namespace"
 	case p.ID != "":
 		return p.ID
 	case op == "mcp.call":
@@ -264,6 +276,8 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		return json.Marshal(resultJSON(res))
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
 		return d.resources(ctx, op, payload)
+	case "ns.call":
+		return d.namespaceCall(ctx, c)
 	}
 	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }
@@ -390,6 +404,11 @@ func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, e *catalog.En
 	impl := e.Tool
 	if t, ok := d.Tools[e.ID]; ok {
 		impl = t
+	}
+	if d.CheckTool != nil {
+		if err := d.CheckTool(impl); err != nil {
+			return nil, err
+		}
 	}
 	if impl.Execute == nil {
 		return nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}

@@ -27,7 +27,6 @@ type Gateway struct {
 	mu      sync.Mutex
 	natives []*api.Tool
 	mcp     *mcpup.Manager // nil without MCP servers
-	plugins []api.Plugin   // started
 	changed chan struct{}
 	stop    context.CancelFunc
 }
@@ -65,29 +64,6 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	plugins := opts.Plugins
-	if cfg.Plugins.Git.Enabled {
-		// Bundled plugins come before the embedder's (K1).
-		plugins = append([]api.Plugin{gitplugin.Plugin(gitplugin.Options{Workspace: cfg.Workspace})}, plugins...)
-	}
-	for _, p := range plugins {
-		if p.ID == "" || p.ID == api.CoreOwner {
-			g.stopPlugins(ctx)
-			return nil, fmt.Errorf("gateway: plugin id %q is not allowed", p.ID)
-		}
-		if p.Start != nil {
-			if err := p.Start(ctx); err != nil {
-				g.stopPlugins(ctx)
-				return nil, fmt.Errorf("gateway: starting plugin %s: %w", p.ID, err)
-			}
-		}
-		g.plugins = append(g.plugins, p)
-		for _, t := range p.Tools {
-			c := *t
-			c.Source, c.Owner = api.SourceNative, p.ID
-			g.natives = append(g.natives, &c)
-		}
-	}
 	ro := codemode.ConfigOptions(cfg)
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
@@ -103,10 +79,20 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		if g.mcp != nil {
 			g.mcp.Close()
 		}
-		g.stopPlugins(ctx)
 		return nil, err
 	}
 	g.RT = rt
+	plugins := opts.Plugins
+	if cfg.Plugins.Git.Enabled {
+		// Bundled plugins come before the embedder's (K1).
+		plugins = append([]api.Plugin{gitplugin.Plugin(gitplugin.Options{Workspace: cfg.Workspace})}, plugins...)
+	}
+	for _, p := range plugins {
+		if err := rt.AddPlugin(ctx, p); err != nil {
+			g.Close()
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+	}
 	if g.mcp != nil {
 		wait := opts.ReadyTimeout
 		if wait == 0 {
@@ -183,24 +169,7 @@ func (g *Gateway) Close() error {
 			err = cerr
 		}
 	}
-	if perr := g.stopPlugins(context.Background()); err == nil {
-		err = perr
-	}
 	return err
-}
-
-// stopPlugins stops started plugins in reverse order.
-func (g *Gateway) stopPlugins(ctx context.Context) error {
-	var first error
-	for i := len(g.plugins) - 1; i >= 0; i-- {
-		if stop := g.plugins[i].Stop; stop != nil {
-			if err := stop(ctx); err != nil && first == nil {
-				first = fmt.Errorf("gateway: stopping plugin %s: %w", g.plugins[i].ID, err)
-			}
-		}
-	}
-	g.plugins = nil
-	return first
 }
 
 // builtinTools returns the built-in native tools enabled by cfg.

@@ -306,9 +306,9 @@ func TestPluginLifecycle(t *testing.T) { // tool model: plugins are an id, tools
 func TestGitPlugin(t *testing.T) { // the bundled git plugin, switched by plugins.git.enabled
 	ids := func(g *Gateway) []string {
 		var out []string
-		for _, tool := range g.Tools() {
-			if tool.Owner == "git" {
-				out = append(out, tool.ID())
+		for _, id := range g.Surface(capi.RunContext{}, nil).Catalog().IDs {
+			if strings.HasPrefix(id, "native:git:") {
+				out = append(out, id)
 			}
 		}
 		return out
@@ -329,11 +329,16 @@ func TestGitPlugin(t *testing.T) { // the bundled git plugin, switched by plugin
 	got := value(t, run(t, g.Surface(capi.RunContext{}, nil), `
 		try {
 			const log = await tools.git_log({limit: 3});
-			return log.commits.length > 0 && typeof log.commits[0].hash === "string";
+			const viaNamespace = await Git.log({limit: 3});
+			return log.commits.length > 0 && typeof log.commits[0].hash === "string" &&
+				viaNamespace.commits[0].hash === log.commits[0].hash && namespaces.Git === Git;
 		} catch (e) {
 			return String(e.message ?? e).includes("not inside a git repository");
 		}`))
 	if got != "true" {
 		t.Fatalf("git_log through exec: %s", got)
+	}
+	if d := g.Surface(capi.RunContext{}, nil).Tools()[0].Description; !strings.Contains(d, "Git: Read-only access to the git repository") {
+		t.Fatalf("the Git namespace is not in the exec description (Q4):\n%s", d)
 	}
 }

@@ -17,7 +17,7 @@ func benchCell(b *testing.B, code string) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits(), "call")
+		r, o := eng.Start(context.Background(), host, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 		r.Close()
 		if o.Status != StatusCompleted {
 			b.Fatal(o.Error)
@@ -74,7 +74,7 @@ func BenchmarkSuspend(b *testing.B) {
 	b.ReportAllocs()
 	var bytes int
 	for i := 0; i < b.N; i++ {
-		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits(), "call")
+		r, o := eng.Start(context.Background(), host, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 		if o.Status != StatusWaiting {
 			b.Fatal(o.Error)
 		}
@@ -92,7 +92,7 @@ func BenchmarkResume(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		r, o := eng.Start(context.Background(), host, prog, tmpl, defaultLimits(), "call")
+		r, o := eng.Start(context.Background(), host, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 		if o.Status != StatusWaiting {
 			b.Fatal(o.Error)
 		}

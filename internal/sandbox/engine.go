@@ -43,7 +43,7 @@ type Engine struct {
 // preludeFns are the prelude's internal functions, kept alive in the template's heap; their
 // values stay valid in every VM restored from it (and from any snapshot of those).
 type preludeFns struct {
-	Setup, Encode, DescribeError, MakeError, Reseed quickjs.Value
+	Setup, Encode, DescribeError, MakeError, Reseed, InstallNamespaces quickjs.Value
 }
 
 // NewEngine builds the template: a VM with the prelude evaluated and the host functions created.
@@ -75,7 +75,7 @@ func NewEngine(ctx context.Context, mod *quickjs.Module) (*Engine, error) {
 		return nil, fmt.Errorf("sandbox: prelude install: %w", describeInitError(vm, err))
 	}
 	var fns preludeFns
-	for i, dst := range []*quickjs.Value{&fns.Setup, &fns.Encode, &fns.DescribeError, &fns.MakeError, &fns.Reseed} {
+	for i, dst := range []*quickjs.Value{&fns.Setup, &fns.Encode, &fns.DescribeError, &fns.MakeError, &fns.Reseed, &fns.InstallNamespaces} {
 		v, err := vm.Get(arr, fmt.Sprint(i))
 		if err != nil || !vm.IsFunction(v) {
 			return nil, errors.New("sandbox: prelude returned an unexpected value")
@@ -99,9 +99,6 @@ func NewEngine(ctx context.Context, mod *quickjs.Module) (*Engine, error) {
 	}
 	return &Engine{mod: mod, tmpl: img, fns: fns, snapKey: key}, nil
 }
-
-// Module returns the compiled module.
-func (e *Engine) Module() *quickjs.Module { return e.mod }
 
 // TemplateBytes is the size of the template image (each VM starts as a copy of it).
 func (e *Engine) TemplateBytes() int { return len(e.tmpl.Memory) }

@@ -337,6 +337,39 @@
 
       defineGlobal('namespaces', freeze(create(null)));
     }
-    return [setup, encode, describeError, makeError, reseed];
+
+    // ---- plugin namespaces (N5): installed per run, after the catalog template ----
+    // text is the host's JSON: [{id, global, data, calls: [path, …]}]. data is plain JSON with
+    // null where a callable goes; each callable calls the host with its namespace id and index —
+    // never a tool name, so a cell cannot aim a call at a tool the namespace does not declare.
+    function deepFreeze(v) {
+      if (v === null || typeof v !== 'object') return v;
+      const keys = ownKeys(v);
+      for (let i = 0; i < keys.length; i++) deepFreeze(v[keys[i]]);
+      return freeze(v);
+    }
+    function installNamespaces(text) {
+      const list = parseJSON(text);
+      const all = create(null);
+      for (let i = 0; i < list.length; i++) {
+        const d = list[i];
+        const id = d.id;
+        const fn = (index) => function (...args) { return call('ns.call', { ns: id, call: index, args }); };
+        let root = d.data;
+        for (let j = 0; j < d.calls.length; j++) {
+          const path = d.calls[j];
+          if (path.length === 0) { root = fn(j); continue; }
+          let o = root;
+          for (let k = 0; k < path.length - 1; k++) o = o[path[k]];
+          defineProperty(o, path[path.length - 1], { value: fn(j), enumerable: true, writable: false, configurable: false });
+        }
+        if (root === null || typeof root !== 'object' && typeof root !== 'function') root = create(null);
+        deepFreeze(root);
+        defineGlobal(d.global, root);
+        defineProperty(all, d.global, { value: root, enumerable: true });
+      }
+      defineGlobal('namespaces', freeze(all));
+    }
+    return [setup, encode, describeError, makeError, reseed, installNamespaces];
   };
 })

@@ -168,13 +168,22 @@ type Run struct {
 	resumed     bool // a wait just restored the VM: deliver once before suspending again
 }
 
-// Start creates a run for a prepared program from a catalog template and drives it until it
-// completes, fails or suspends. callID is the exec call's id: the run's nested calls are
-// "<callID>/<n>".
-func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmpl *Template, lim Limits, callID string) (*Run, Outcome) {
+// Cell is what Start runs.
+type Cell struct {
+	Program *source.Program
+	// CallID is the exec call's id: the run's nested calls are "<CallID>/<n>".
+	CallID string
+	// Namespaces is the JSON the prelude installs as the run's namespace globals (N5), or nil.
+	Namespaces []byte
+}
+
+// Start creates a run for a cell from a catalog template and drives it until it completes,
+// fails or suspends.
+func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limits, cell Cell) (*Run, Outcome) {
 	rctx, cancel := context.WithCancel(context.Background())
+	prog := cell.Program
 	r := &Run{
-		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl, idPrefix: callID,
+		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl, idPrefix: cell.CallID,
 		notify: make(chan struct{}, 1), calls: map[int64]*call{}, awaiting: map[int64]*awaiting{},
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
 		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: lim.RestartSafe,
@@ -187,10 +196,30 @@ func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmp
 	defer vm.Close()
 	stop := r.arm(vm, lim.Timeout)
 	defer stop()
+	if len(cell.Namespaces) > 0 {
+		if err := r.installNamespaces(vm, cell.Namespaces); err != nil {
+			return r, r.fail(api.CodeInternal, "cannot install the run's namespaces: "+err.Error())
+		}
+	}
 	if o, ok := r.begin(vm); !ok {
 		return r, o
 	}
 	return r, r.drive(ctx, vm)
+}
+
+// installNamespaces runs the prelude's installer with the run's namespace descriptors.
+func (r *Run) installNamespaces(vm *quickjs.VM, desc []byte) error {
+	sv, err := vm.NewString(string(desc))
+	if err != nil {
+		return err
+	}
+	defer vm.Free(sv)
+	res, err := vm.Call(r.eng.fns.InstallNamespaces, quickjs.Undefined, sv)
+	if err != nil {
+		return describeInitError(vm, err)
+	}
+	vm.Free(res)
+	return nil
 }
 
 // begin re-seeds Math.random, compiles the cell and calls it.

@@ -115,7 +115,7 @@ func runCell(tb testing.TB, host Host, code string, lim Limits) (*Run, Outcome) 
 	if host == nil {
 		host = &fakeHost{}
 	}
-	return eng.Start(context.Background(), host, prog, tmpl, lim, "call")
+	return eng.Start(context.Background(), host, tmpl, lim, Cell{Program: prog, CallID: "call"})
 }
 
 func exec(tb testing.TB, code string) Outcome {
@@ -596,7 +596,7 @@ func TestCancelledContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	host := &fakeHost{release: make(chan struct{})}
 	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
-	r, o := eng.Start(ctx, host, prog, tmpl, defaultLimits(), "call")
+	r, o := eng.Start(ctx, host, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 	r.Close()
 	if o.Status != StatusFailed || !strings.Contains(o.Error, "cancel") {
 		t.Fatalf("%+v", o)

@@ -353,7 +353,7 @@ func TestStrictNamespaces(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, o := eng.Start(context.Background(), &fakeHost{}, prog, tmpl, defaultLimits(), "call")
+			r, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 			r.Close()
 			if o.Status != StatusCompleted || string(o.Value) != c.want {
 				t.Fatalf("got %s %s %q, want %s", o.Status, o.Value, o.Error, c.want)
@@ -362,7 +362,7 @@ func TestStrictNamespaces(t *testing.T) {
 	}
 	// An uncaught one fails the cell with the explanation at the access.
 	prog, _ := source.Prepare("\nreturn tools.reed({path: 'x'})", source.JavaScript)
-	r, o := eng.Start(context.Background(), &fakeHost{}, prog, tmpl, defaultLimits(), "call")
+	r, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
 	r.Close()
 	if o.Status != StatusFailed || !strings.HasPrefix(o.Error, "TypeError: unknown ") || !strings.HasSuffix(o.Error, "[unknown_tool] (line 2:8)") {
 		t.Fatalf("%+v", o)

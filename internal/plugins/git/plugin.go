@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
@@ -84,6 +85,7 @@ func Plugin(opts Options) api.Plugin {
 			blameTool(p),
 			branchesTool(p),
 		},
+		Namespaces: []api.Namespace{namespace()},
 		Start: func(ctx context.Context) error {
 			_, err := p.locate()
 			var nr *notRepoError
@@ -120,6 +122,27 @@ var Namespace = struct {
 		"blame":    "git_blame",
 		"branches": "git_branches",
 	},
+}
+
+// namespace is the `Git` namespace over the plugin's tools (SPEC §10): Git.log({limit: 10}) is
+// tools.git_log({limit: 10}) with the plugin's own name for it.
+func namespace() api.Namespace {
+	required := make([]string, 0, len(Namespace.Methods))
+	for _, tool := range Namespace.Methods {
+		required = append(required, tool)
+	}
+	sort.Strings(required)
+	return api.Namespace{
+		ID: "git", GlobalName: Namespace.GlobalName, Description: Namespace.Description, Prompt: Namespace.Prompt,
+		RequiredToolNames: required,
+		CreateScope: func(context.Context, api.NamespaceContext) (any, error) {
+			scope := make(map[string]any, len(Namespace.Methods))
+			for method, tool := range Namespace.Methods {
+				scope[method] = api.NamespaceTool(tool, nil)
+			}
+			return scope, nil
+		},
+	}
 }
 
 // typedTool builds a read-only plugin tool whose Execute decodes the input strictly into In.
