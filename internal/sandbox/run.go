@@ -125,23 +125,27 @@ type Run struct {
 	main       quickjs.Value // the cell's promise
 	// bodyDone is set once the cell's body settled with a value; value is that value as JSON.
 	// The run goes on until no work is pending (X7) and then completes with it.
-	bodyDone    bool
-	value       []byte
-	snapshot    []byte // compressed VM image while suspended
-	maxSnapshot int
-	yieldAsked  bool
-	yielded     *call // the yield_control call to resolve on resume
-	output      []api.Output
-	outBytes    int
-	maxOut      int
-	abortCode   string // set by the host side; the interrupt handler then stops the guest
-	abortMsg    string
-	interrupts  bool
-	deadline    time.Time
-	ended       bool
-	memLimit    uint64
-	noDrain     bool // restart-safe: suspend on pending work instead of draining it
-	resumed     bool // a wait just restored the VM: deliver once before suspending again
+	bodyDone bool
+	value    []byte
+	// unhandled are promises rejected with no handler yet, oldest first (bounded); the ones
+	// still unhandled when the cell completes are reported in its output.
+	unhandled        []rejection
+	unhandledDropped int
+	snapshot         []byte // compressed VM image while suspended
+	maxSnapshot      int
+	yieldAsked       bool
+	yielded          *call // the yield_control call to resolve on resume
+	output           []api.Output
+	outBytes         int
+	maxOut           int
+	abortCode        string // set by the host side; the interrupt handler then stops the guest
+	abortMsg         string
+	interrupts       bool
+	deadline         time.Time
+	ended            bool
+	memLimit         uint64
+	noDrain          bool // restart-safe: suspend on pending work instead of draining it
+	resumed          bool // a wait just restored the VM: deliver once before suspending again
 }
 
 // Start creates a run for a prepared program from a catalog template and drives it until it
@@ -227,6 +231,7 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 		return false
 	}
 	vm.ErrorFactory = r.makeGuestError
+	vm.Rejection = r.onRejection
 	vm.Register(hostOut, r.hostOut)
 	vm.Register(hostSync, r.hostSync)
 	vm.Register(hostAsync, r.hostAsync)
@@ -285,6 +290,10 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		if r.bodyDone && len(r.calls) == 0 {
 			if late {
 				return r.timeoutFailure()
+			}
+			r.reportUnhandled(vm)
+			if r.overran() {
+				return r.timeoutFailure() // describing a rejection ran guest code past the deadline
 			}
 			return r.complete()
 		}
