@@ -222,8 +222,9 @@ func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
 	return op
 }
 
-// Async performs nested calls.
-func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]byte, error) {
+// target parses a nested call's request and resolves its catalog entry; e is nil for requests
+// that are not tool calls.
+func (d *Dispatcher) target(op string, payload []byte) (e *catalog.Entry, input json.RawMessage, err error) {
 	switch op {
 	case "callValue", "call":
 		var p struct {
@@ -231,20 +232,10 @@ func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]by
 			Input json.RawMessage `json:"input"`
 		}
 		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, badRequest(err)
+			return nil, nil, badRequest(err)
 		}
 		e, err := d.guestEntry(p.ID)
-		if err != nil {
-			return nil, err
-		}
-		res, err := d.Execute(ctx, e, p.Input)
-		if err != nil {
-			return nil, err
-		}
-		if op == "call" {
-			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
-		}
-		return valueOf(e, res)
+		return e, normalInput(p.Input), err
 	case "mcp.call":
 		var p struct {
 			Server string          `json:"server"`
@@ -252,17 +243,80 @@ func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]by
 			Input  json.RawMessage `json:"input"`
 		}
 		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, badRequest(err)
+			return nil, nil, badRequest(err)
 		}
 		e := d.Catalog.Lookup("mcp:" + p.Server + ":" + p.Tool)
 		if e == nil {
-			return nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
+			return nil, nil, &sandbox.CallError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
 		}
-		res, err := d.Execute(ctx, e, p.Input)
+		return e, normalInput(p.Input), nil
+	}
+	return nil, nil, nil
+}
+
+// normalInput makes a missing or null input the empty object.
+func normalInput(input json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(input); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return input
+}
+
+// Precheck implements sandbox.Prechecker: it runs on the VM goroutine when a cell starts a nested
+// call. A call that cannot run — an unknown tool, or one refused before hooks, approval and the
+// tool (see refusal) — rejects at once, without a goroutine or a concurrency slot. Checking the
+// input here also keeps the validator's deep recursion off the calls' fresh goroutine stacks.
+func (d *Dispatcher) Precheck(op string, payload []byte) (any, error) {
+	e, input, err := d.target(op, payload)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	if err := d.refusal(e, input, true); err != nil {
+		d.Counters.Call.Add(1)
+		rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: d.nextCallID(), ToolID: e.ID, Run: d.Run,
+			Input: input, IsError: true, Error: err.Error()}
+		if d.Observer != nil {
+			d.Observer.ToolCall(rec)
+		}
+		return nil, err
+	}
+	return &prechecked{e, input}, nil
+}
+
+// prechecked is a call Precheck resolved and accepted; Async gets it back through its context.
+type prechecked struct {
+	e     *catalog.Entry
+	input json.RawMessage
+}
+
+func (d *Dispatcher) nextCallID() string {
+	return fmt.Sprintf("%s/%d", d.ParentCallID, d.nextCall.Add(1))
+}
+
+// Async performs nested calls.
+func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]byte, error) {
+	switch op {
+	case "callValue", "call", "mcp.call":
+		var e *catalog.Entry
+		var input json.RawMessage
+		if p, ok := sandbox.Prechecked(ctx).(*prechecked); ok {
+			e, input = p.e, p.input
+		} else {
+			var err error
+			if e, input, err = d.target(op, payload); err != nil {
+				return nil, err
+			}
+		}
+		res, err := d.Execute(ctx, e, input)
 		if err != nil {
 			return nil, err
 		}
-		if len(res.Details) > 0 {
+		switch {
+		case op == "call":
+			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
+		case op == "callValue":
+			return valueOf(e, res)
+		case len(res.Details) > 0:
 			return res.Details, nil // the MCP layer puts the McpToolResult here
 		}
 		return json.Marshal(resultJSON(res))
@@ -321,10 +375,8 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 // Execute runs one catalog entry through the shared executor path.
 func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
 	d.Counters.Call.Add(1)
-	if len(bytes.TrimSpace(input)) == 0 || bytes.Equal(bytes.TrimSpace(input), []byte("null")) {
-		input = json.RawMessage("{}")
-	}
-	callID := fmt.Sprintf("%s/%d", d.ParentCallID, d.nextCall.Add(1))
+	input = normalInput(input)
+	callID := d.nextCallID()
 	start := time.Now()
 	rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: callID, ToolID: e.ID, Run: d.Run}
 	res, err := d.execute(ctx, e, input, &rec)
@@ -340,20 +392,22 @@ func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.R
 	return res, err
 }
 
-func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, rec *api.ToolCallRecord) (*api.Result, error) {
+// refusal is why a call must not run at all, checked before hooks, approval and the tool: an
+// invalid output contract (O4), restart safety (W6), an input that is not JSON and — with schema,
+// as Precheck does on the VM goroutine — an input that fails the tool's input schema, so the cell
+// learns which field is wrong and why and nobody is asked to approve a call that cannot be right.
+func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema bool) error {
 	if err := e.ContractError(); err != nil {
-		return nil, &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
+		return &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
 	}
 	if d.RestartSafe && !e.Tool.ReadOnly {
-		return nil, &sandbox.CallError{Name: "Error", Code: "not_replay_safe",
+		return &sandbox.CallError{Name: "Error", Code: "not_replay_safe",
 			Message: fmt.Sprintf("%s is not declared read-only/replay-safe and this exec is restartSafe: it was not called", e.ID)}
 	}
 	if !json.Valid(input) {
-		return nil, &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
+		return &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
 	}
-	// The input is checked before hooks, approval and the tool see it: the cell learns which
-	// field is wrong and why, and nobody is asked to approve a call that cannot be right.
-	if s := e.InputSchema(); s != nil {
+	if s := e.InputSchema(); schema && s != nil {
 		if err := s.ValidateInput(input); err != nil {
 			ce := &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput,
 				Message: fmt.Sprintf("%s was not called: the input does not match its input schema: %v", e.ID, err)}
@@ -361,8 +415,17 @@ func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.R
 			if errors.As(err, &ie) {
 				ce.Details, _ = json.Marshal(map[string]any{"failures": ie.Failures})
 			}
-			return nil, ce
+			return ce
 		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, rec *api.ToolCallRecord) (*api.Result, error) {
+	// The cheap refusals again (defense in depth: a Host user that skips Precheck still gets
+	// them); the schema was checked by Precheck.
+	if err := d.refusal(e, input, false); err != nil {
+		return nil, err
 	}
 	ev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}
@@ -511,3 +574,5 @@ func Gate(ctx context.Context, hooks []api.BeforeToolCallHook, approvals api.App
 	}
 	return nil
 }
+
+var _ sandbox.Prechecker = (*Dispatcher)(nil)

@@ -115,6 +115,14 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 		r.yielded = c
 	default:
 		c.label = r.host.PendingLabel(op, payload)
+		if pc, ok := r.host.(Prechecker); ok {
+			pre, err := pc.Precheck(op, payload)
+			if err != nil {
+				r.push(completion{id: c.id, err: err})
+				break
+			}
+			c.pre = pre
+		}
 		r.queue = append(r.queue, c)
 		r.startQueued()
 	}
@@ -155,6 +163,10 @@ func (r *Run) startQueued() {
 		cctx, cancel := context.WithCancel(r.ctx)
 		c.cancel = cancel
 		c.started = time.Now()
+		if c.pre != nil {
+			cctx = context.WithValue(cctx, precheckedKey{}, c.pre)
+			c.pre = nil
+		}
 		r.wg.Add(1)
 		go func(id int64, op string, payload []byte) {
 			defer r.wg.Done()

@@ -43,6 +43,20 @@ type Host interface {
 	PendingLabel(op string, payload []byte) string
 }
 
+// Prechecker is optionally implemented by a Host: Precheck runs on the VM goroutine when the guest
+// starts an async request, before any goroutine or concurrency slot. A request it refuses never
+// starts; the guest's promise rejects with the error at the next delivery, like any failed call.
+// What it returns for an accepted request is handed to Async in its context (Prechecked), so the
+// request is not parsed twice.
+type Prechecker interface {
+	Precheck(op string, payload []byte) (any, error)
+}
+
+type precheckedKey struct{}
+
+// Prechecked returns what Precheck returned for the request Async is serving, or nil.
+func Prechecked(ctx context.Context) any { return ctx.Value(precheckedKey{}) }
+
 // CallError is a host error delivered to the guest as a plain, catchable Error (G4–G5, Z3).
 type CallError struct {
 	Name    string          `json:"name"`
@@ -91,6 +105,7 @@ type call struct {
 	cancel          context.CancelFunc
 	timer           *time.Timer
 	settled         bool
+	pre             any // what the host's Precheck returned
 }
 
 type completion struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -422,5 +423,49 @@ func TestUnhandledRejections(t *testing.T) {
 	o = r2.Resume(context.Background(), defaultLimits())
 	if got := texts(o); got != note+"Error: kept (line 1:20)" {
 		t.Fatalf("after a wait: %q", got)
+	}
+}
+
+// precheckHost refuses calls to the id "refused" on the VM goroutine and hands a token to Async
+// for the others.
+type precheckHost struct {
+	fakeHost
+	sawToken atomic.Int64
+}
+
+func (h *precheckHost) Precheck(op string, p []byte) (any, error) {
+	if strings.Contains(string(p), `"refused"`) {
+		return nil, &CallError{Name: "TypeError", Code: "invalid_input", Message: "refused before it started"}
+	}
+	return "token", nil
+}
+
+func (h *precheckHost) Async(ctx context.Context, op string, p []byte) ([]byte, error) {
+	if Prechecked(ctx) == "token" {
+		h.sawToken.Add(1)
+	}
+	return h.fakeHost.Async(ctx, op, p)
+}
+
+// TestPrecheck: a request the host refuses on the VM goroutine never starts (no Async call) and
+// rejects like any failed call; an accepted one gets the host's token back in Async.
+func TestPrecheck(t *testing.T) {
+	host := &precheckHost{}
+	r, o := runCell(t, host, `
+		let refused;
+		try { await tools.callValue("refused") } catch (e) { refused = [e instanceof TypeError, e.code, e.message] }
+		const p = tools.callValue("refused"); // un-awaited: reported, not fatal
+		const ok = await tools.callValue("fine", {n: 1});
+		return {refused, ok}`, defaultLimits())
+	r.Close()
+	want := `{"refused":[true,"invalid_input","refused before it started"],"ok":{"id":"fine","input":{"n":1}}}`
+	if o.Status != StatusCompleted || string(o.Value) != want {
+		t.Fatalf("got %s %s %q", o.Status, o.Value, o.Error)
+	}
+	if len(host.calls) != 1 || host.sawToken.Load() != 1 {
+		t.Fatalf("Async ran %d times (%d with the token), want once", len(host.calls), host.sawToken.Load())
+	}
+	if !strings.Contains(texts(o), "refused before it started") {
+		t.Fatalf("the un-awaited refusal is not reported: %q", texts(o))
 	}
 }

@@ -1,0 +1,101 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/sandbox"
+)
+
+func benchDispatcher() *Dispatcher {
+	cat := catalog.Build([]*api.Tool{{Name: "get_record", Owner: "plugin1",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"limit":{"type":"integer","minimum":1}},"required":["id"]}`)}}, catalog.Policy{})
+	return &Dispatcher{Catalog: cat, Counters: &Counters{}}
+}
+
+// BenchmarkPrecheck is what starting a valid nested call costs on the VM goroutine: parsing
+// the request, resolving the entry and checking the input against the tool's schema.
+func BenchmarkPrecheck(b *testing.B) {
+	d := benchDispatcher()
+	payload := []byte(`{"id":"native:plugin1:get_record","input":{"id":"x"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := d.Precheck("callValue", payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkTarget(b *testing.B) {
+	d := benchDispatcher()
+	payload := []byte(`{"id":"native:plugin1:get_record","input":{"id":"x"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := d.target("callValue", payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type records struct{ recs []api.ToolCallRecord }
+
+func (r *records) ToolCall(rec api.ToolCallRecord) { r.recs = append(r.recs, rec) }
+
+// TestPrecheckRefusals: the refusals that need no tool happen in Precheck, in order, are counted
+// and recorded for the transcript, and never reach hooks.
+func TestPrecheckRefusals(t *testing.T) {
+	cat := catalog.Build([]*api.Tool{
+		{Name: "get_record", ReadOnly: true, InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`)},
+		{Name: "write", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+		{Name: "create_issue", Source: api.SourceMCP, Owner: "github", InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)},
+	}, catalog.Policy{})
+	hooked := 0
+	tests := []struct {
+		name, op, payload string
+		restartSafe       bool
+		code              string // "" accepted
+		recorded          bool
+	}{
+		{"valid", "callValue", `{"id":"native:core:get_record","input":{"id":"x"}}`, false, "", false},
+		{"null input is {}", "callValue", `{"id":"native:core:write","input":null}`, false, "invalid_input", true},
+		{"schema failure", "callValue", `{"id":"native:core:get_record","input":{"id":1}}`, false, "invalid_input", true},
+		{"unknown id", "call", `{"id":"native:core:get_recrd","input":{}}`, false, "unknown_tool", false},
+		{"restart-safe refusal comes first", "callValue", `{"id":"native:core:write","input":{}}`, true, "not_replay_safe", true},
+		{"MCP schema failure", "mcp.call", `{"server":"github","tool":"create_issue","input":{}}`, false, "invalid_input", true},
+		{"MCP unknown tool", "mcp.call", `{"server":"github","tool":"createIssue","input":{}}`, false, "unknown_tool", false},
+		{"not a call", "mcp.resources.list", `{"server":"github"}`, false, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obs := &records{}
+			d := &Dispatcher{Catalog: cat, Counters: &Counters{}, Observer: obs, RestartSafe: tt.restartSafe, ParentCallID: "p",
+				Hooks: []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
+					hooked++
+					return api.HookDecision{}, nil
+				}}}
+			_, err := d.Precheck(tt.op, []byte(tt.payload))
+			if tt.code == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			ce, ok := err.(*sandbox.CallError)
+			if !ok || ce.Code != tt.code {
+				t.Fatalf("error %v, want code %s", err, tt.code)
+			}
+			if got := len(obs.recs) == 1 && obs.recs[0].IsError && obs.recs[0].CallID == "p/1"; got != tt.recorded {
+				t.Fatalf("recorded %+v, want recorded=%v", obs.recs, tt.recorded)
+			}
+			if tt.recorded && d.Counters.Call.Load() != 1 {
+				t.Fatalf("callCount %d", d.Counters.Call.Load())
+			}
+		})
+	}
+	if hooked != 0 {
+		t.Fatalf("hooks ran %d times for refused calls", hooked)
+	}
+}
