@@ -36,7 +36,12 @@ type Counters struct {
 	Search, Describe, Call atomic.Int64
 }
 
-// Dispatcher implements sandbox.Host for one run.
+var (
+	_ sandbox.Host       = (*Dispatcher)(nil)
+	_ sandbox.Prechecker = (*Dispatcher)(nil)
+)
+
+// Dispatcher implements sandbox.Host (and sandbox.Prechecker) for one run.
 type Dispatcher struct {
 	Catalog *catalog.Catalog
 	// Tools are the run's own implementations by catalog id. The catalog may be shared between
@@ -574,5 +579,3 @@ func Gate(ctx context.Context, hooks []api.BeforeToolCallHook, approvals api.App
 	}
 	return nil
 }
-
-var _ sandbox.Prechecker = (*Dispatcher)(nil)
