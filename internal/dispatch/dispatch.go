@@ -276,7 +276,10 @@ func (d *Dispatcher) Precheck(op string, payload []byte) (any, error) {
 	if err != nil || e == nil {
 		return nil, err
 	}
-	if err := d.refusal(e, input, true); err != nil {
+	// The schema is checked here once compiled; a tool's first call compiles it on its own
+	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
+	s, ready := e.CompiledInputSchema()
+	if err := d.refusal(e, input, s); err != nil {
 		d.Counters.Call.Add(1)
 		rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: d.nextCallID(), ToolID: e.ID, Run: d.Run,
 			Input: input, IsError: true, Error: err.Error()}
@@ -285,13 +288,14 @@ func (d *Dispatcher) Precheck(op string, payload []byte) (any, error) {
 		}
 		return nil, err
 	}
-	return &prechecked{e, input}, nil
+	return &prechecked{e, input, ready}, nil
 }
 
 // prechecked is a call Precheck resolved and accepted; Async gets it back through its context.
 type prechecked struct {
-	e     *catalog.Entry
-	input json.RawMessage
+	e         *catalog.Entry
+	input     json.RawMessage
+	validated bool // the input schema was checked (or there is none to check)
 }
 
 func (d *Dispatcher) nextCallID() string {
@@ -302,17 +306,16 @@ func (d *Dispatcher) nextCallID() string {
 func (d *Dispatcher) Async(ctx context.Context, op string, payload []byte) ([]byte, error) {
 	switch op {
 	case "callValue", "call", "mcp.call":
-		var e *catalog.Entry
-		var input json.RawMessage
-		if p, ok := sandbox.Prechecked(ctx).(*prechecked); ok {
-			e, input = p.e, p.input
-		} else {
-			var err error
-			if e, input, err = d.target(op, payload); err != nil {
+		p, ok := sandbox.Prechecked(ctx).(*prechecked)
+		if !ok {
+			e, input, err := d.target(op, payload)
+			if err != nil {
 				return nil, err
 			}
+			p = &prechecked{e: e, input: input}
 		}
-		res, err := d.Execute(ctx, e, input)
+		e := p.e
+		res, err := d.runCall(ctx, p)
 		if err != nil {
 			return nil, err
 		}
@@ -379,12 +382,16 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 
 // Execute runs one catalog entry through the shared executor path.
 func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
+	return d.runCall(ctx, &prechecked{e: e, input: normalInput(input)})
+}
+
+func (d *Dispatcher) runCall(ctx context.Context, p *prechecked) (*api.Result, error) {
 	d.Counters.Call.Add(1)
-	input = normalInput(input)
+	e := p.e
 	callID := d.nextCallID()
 	start := time.Now()
 	rec := api.ToolCallRecord{ParentCallID: d.ParentCallID, CallID: callID, ToolID: e.ID, Run: d.Run}
-	res, err := d.execute(ctx, e, input, &rec)
+	res, err := d.execute(ctx, p, &rec)
 	rec.DurationMs = time.Since(start).Milliseconds()
 	if err != nil {
 		rec.IsError, rec.Error = true, err.Error()
@@ -398,10 +405,10 @@ func (d *Dispatcher) Execute(ctx context.Context, e *catalog.Entry, input json.R
 }
 
 // refusal is why a call must not run at all, checked before hooks, approval and the tool: an
-// invalid output contract (O4), restart safety (W6), an input that is not JSON and — with schema,
-// as Precheck does on the VM goroutine — an input that fails the tool's input schema, so the cell
-// learns which field is wrong and why and nobody is asked to approve a call that cannot be right.
-func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema bool) error {
+// invalid output contract (O4), restart safety (W6), an input that is not JSON and — given the
+// compiled input schema — an input that fails it, so the cell learns which field is wrong and why
+// and nobody is asked to approve a call that cannot be right.
+func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema *contract.Schema) error {
 	if err := e.ContractError(); err != nil {
 		return &sandbox.CallError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
 	}
@@ -412,8 +419,8 @@ func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema boo
 	if !json.Valid(input) {
 		return &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput, Message: "tool input is not valid JSON"}
 	}
-	if s := e.InputSchema(); schema && s != nil {
-		if err := s.ValidateInput(input); err != nil {
+	if schema != nil {
+		if err := schema.ValidateInput(input); err != nil {
 			ce := &sandbox.CallError{Name: "TypeError", Code: api.CodeInvalidInput,
 				Message: fmt.Sprintf("%s was not called: the input does not match its input schema: %v", e.ID, err)}
 			var ie *contract.InputError
@@ -426,10 +433,15 @@ func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema boo
 	return nil
 }
 
-func (d *Dispatcher) execute(ctx context.Context, e *catalog.Entry, input json.RawMessage, rec *api.ToolCallRecord) (*api.Result, error) {
-	// The cheap refusals again (defense in depth: a Host user that skips Precheck still gets
-	// them); the schema was checked by Precheck.
-	if err := d.refusal(e, input, false); err != nil {
+func (d *Dispatcher) execute(ctx context.Context, p *prechecked, rec *api.ToolCallRecord) (*api.Result, error) {
+	e, input := p.e, p.input
+	// The refusals again (defense in depth: a caller that skipped Precheck still gets them), and
+	// the input schema unless Precheck checked it.
+	var schema *contract.Schema
+	if !p.validated {
+		schema = e.InputSchema()
+	}
+	if err := d.refusal(e, input, schema); err != nil {
 		return nil, err
 	}
 	ev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,

@@ -52,6 +52,11 @@ func TestPrecheckRefusals(t *testing.T) {
 		{Name: "write", InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
 		{Name: "create_issue", Source: api.SourceMCP, Owner: "github", InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)},
 	}, catalog.Policy{})
+	// Precheck checks schemas already compiled (a tool's first call compiles its schema on the
+	// call's own goroutine: TestFirstCallValidates).
+	for _, e := range cat.Entries {
+		e.InputSchema()
+	}
 	hooked := 0
 	tests := []struct {
 		name, op, payload string
@@ -97,5 +102,27 @@ func TestPrecheckRefusals(t *testing.T) {
 	}
 	if hooked != 0 {
 		t.Fatalf("hooks ran %d times for refused calls", hooked)
+	}
+}
+
+// TestFirstCallValidates: before a tool's schema is compiled, Precheck lets the call start and the
+// call's goroutine compiles and checks it; the tool still never sees the invalid input.
+func TestFirstCallValidates(t *testing.T) {
+	ran := 0
+	cat := catalog.Build([]*api.Tool{{Name: "get_record", InputSchema: json.RawMessage(`{"type":"object","required":["id"]}`),
+		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) { ran++; return &api.Result{}, nil }}}, catalog.Policy{})
+	d := &Dispatcher{Catalog: cat, Counters: &Counters{}}
+	payload := []byte(`{"id":"native:core:get_record","input":{}}`)
+	if _, err := d.Precheck("callValue", payload); err != nil {
+		t.Fatalf("the first call was checked on the VM goroutine: %v", err)
+	}
+	if _, err := d.Async(context.Background(), "callValue", payload); err == nil || err.(*sandbox.CallError).Code != "invalid_input" {
+		t.Fatalf("Async: %v", err)
+	}
+	if _, err := d.Precheck("callValue", payload); err == nil {
+		t.Fatal("the schema is compiled now: Precheck must check it")
+	}
+	if ran != 0 {
+		t.Fatal("the tool ran with an invalid input")
 	}
 }
