@@ -62,6 +62,8 @@ func TestUnawaitedWorkRuns(t *testing.T) {
 		{"un-awaited MCP call", `MCP.github.createIssue({title: "t"}).then(r => text("issue " + r.structuredContent.number)); return 2`, `2`, `issue 7`, 1, 0},
 		{"timer after return", `setTimeout(() => text("late"), 100); return 3`, `3`, `late`, 0, 0},
 		{"value is the body's value", `const o = {n: 0}; tools.mark({path: "p"}).then(() => { o.n = 1 }); return o`, `{"n":0}`, ``, 1, 1},
+		{"an un-awaited failure is reported", `tools.strict({count: 0}); return 4`, `4`,
+			"Unhandled promise rejection (a promise failed and nothing awaited or caught it): TypeError: native:core:strict was not called: the input does not match its input schema: input.count: minimum: got 0, want 1 [invalid_input]", 1, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

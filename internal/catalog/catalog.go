@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/contract"
@@ -57,6 +58,7 @@ type Entry struct {
 	mcpHint          string
 	inputOnce        sync.Once
 	input            *contract.Schema
+	inputReady       atomic.Bool
 }
 
 // InputSchema is the compiled input schema a nested call's input is checked against before the
@@ -65,8 +67,21 @@ type Entry struct {
 // never makes a tool unusable. Compiled on first use: most tools of a large catalog are never
 // called.
 func (e *Entry) InputSchema() *contract.Schema {
-	e.inputOnce.Do(func() { e.input = contract.CompileInput(e.ID, e.Tool.InputSchema) })
+	e.inputOnce.Do(func() {
+		e.input = contract.CompileInput(e.ID, e.Tool.InputSchema)
+		e.inputReady.Store(true)
+	})
 	return e.input
+}
+
+// CompiledInputSchema is InputSchema when it is already compiled; ok is false before the first
+// InputSchema call finished. It never compiles: a caller on a latency-sensitive goroutine (the
+// VM's) leaves the first, possibly slow, compilation to another.
+func (e *Entry) CompiledInputSchema() (s *contract.Schema, ok bool) {
+	if !e.inputReady.Load() {
+		return nil, false
+	}
+	return e.input, true
 }
 
 // Guest reports whether the entry is visible through ALL_TOOLS and tools.* (MCP entries are not, K4).

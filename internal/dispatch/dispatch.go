@@ -29,7 +29,12 @@ type Counters struct {
 	Search, Describe, Call atomic.Int64
 }
 
-// Dispatcher implements sandbox.Host for one run.
+var (
+	_ sandbox.Host       = (*Dispatcher)(nil)
+	_ sandbox.Prechecker = (*Dispatcher)(nil)
+)
+
+// Dispatcher implements sandbox.Host (and sandbox.Prechecker) for one run.
 type Dispatcher struct {
 	Catalog *catalog.Catalog
 	// Tools are the run's own implementations by catalog id. The catalog may be shared between
@@ -229,9 +234,9 @@ func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
 	return op
 }
 
-// Async performs nested calls.
-func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error) {
-	op, payload := c.Op, c.Payload
+// target parses a nested call's request and resolves its catalog entry; e is nil for requests
+// that are not tool calls.
+func (d *Dispatcher) target(op string, payload []byte) (e *catalog.Entry, input json.RawMessage, err error) {
 	switch op {
 	case "callValue", "call":
 		var p struct {
@@ -239,20 +244,10 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 			Input json.RawMessage `json:"input"`
 		}
 		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, badRequest(err)
+			return nil, nil, badRequest(err)
 		}
 		e, err := d.guestEntry(p.ID)
-		if err != nil {
-			return nil, err
-		}
-		res, err := d.Execute(ctx, c, e, p.Input)
-		if err != nil {
-			return nil, err
-		}
-		if op == "call" {
-			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
-		}
-		return valueOf(e, res)
+		return e, normalInput(p.Input), err
 	case "mcp.call":
 		var p struct {
 			Server string          `json:"server"`
@@ -260,17 +255,79 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 			Input  json.RawMessage `json:"input"`
 		}
 		if err := json.Unmarshal(payload, &p); err != nil {
-			return nil, badRequest(err)
+			return nil, nil, badRequest(err)
 		}
 		e := d.Catalog.Lookup("mcp:" + p.Server + ":" + p.Tool)
 		if e == nil {
-			return nil, &api.ToolError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
+			return nil, nil, &api.ToolError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
 		}
-		res, err := d.Execute(ctx, c, e, p.Input)
+		return e, normalInput(p.Input), nil
+	}
+	return nil, nil, nil
+}
+
+// normalInput makes a missing or null input the empty object.
+func normalInput(input json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(input); len(t) == 0 || bytes.Equal(t, []byte("null")) {
+		return json.RawMessage("{}")
+	}
+	return input
+}
+
+// Precheck implements sandbox.Prechecker: it runs on the VM goroutine when a cell starts a nested
+// call. A call that cannot run — an unknown tool, or one refused before hooks, approval and the
+// tool (see refusal) — rejects at once, without a goroutine or a concurrency slot. Checking the
+// input here also keeps the validator's deep recursion off the calls' fresh goroutine stacks.
+func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
+	e, input, err := d.target(c.Op, c.Payload)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	// The schema is checked here once compiled; a tool's first call compiles it on its own
+	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
+	s, ready := e.CompiledInputSchema()
+	if err := d.refusal(e, input, s); err != nil {
+		d.Counters.Call.Add(1)
+		if t := d.Gate.Trajectory; t != nil {
+			t.Record(api.TrajectoryEvent{Kind: api.EventNested, Time: time.Now(), Run: d.Run, CallID: c.ID,
+				ParentCallID: d.ParentCallID, Tool: e.ID, Input: input, Status: "error", Error: err.Error()})
+		}
+		return nil, err
+	}
+	return &prechecked{e, input, ready}, nil
+}
+
+// prechecked is a call Precheck resolved and accepted; Async gets it back in the Call.
+type prechecked struct {
+	e         *catalog.Entry
+	input     json.RawMessage
+	validated bool // the input schema was checked (or there is none to check)
+}
+
+// Async performs nested calls.
+func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error) {
+	op, payload := c.Op, c.Payload
+	switch op {
+	case "callValue", "call", "mcp.call":
+		p, ok := c.Prechecked.(*prechecked)
+		if !ok {
+			e, input, err := d.target(op, payload)
+			if err != nil {
+				return nil, err
+			}
+			p = &prechecked{e: e, input: input}
+		}
+		e := p.e
+		res, err := d.runCall(ctx, c, p)
 		if err != nil {
 			return nil, err
 		}
-		if len(res.Details) > 0 {
+		switch {
+		case op == "call":
+			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
+		case op == "callValue":
+			return valueOf(e, res)
+		case len(res.Details) > 0:
 			return res.Details, nil // the MCP layer puts the McpToolResult here
 		}
 		return json.Marshal(resultJSON(res))
@@ -331,10 +388,12 @@ func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) (
 // Execute runs one catalog entry through the shared executor path: every nested call — tools.*,
 // MCP.*, namespaces — ends here. c is the sandbox call it answers (nil outside a cell).
 func (d *Dispatcher) Execute(ctx context.Context, c *sandbox.Call, e *catalog.Entry, input json.RawMessage) (*api.Result, error) {
+	return d.runCall(ctx, c, &prechecked{e: e, input: normalInput(input)})
+}
+
+func (d *Dispatcher) runCall(ctx context.Context, c *sandbox.Call, p *prechecked) (*api.Result, error) {
 	d.Counters.Call.Add(1)
-	if len(bytes.TrimSpace(input)) == 0 || bytes.Equal(bytes.TrimSpace(input), []byte("null")) {
-		input = json.RawMessage("{}")
-	}
+	e, input := p.e, p.input
 	callID := d.ParentCallID + "/direct"
 	if c != nil {
 		callID = c.ID
@@ -342,7 +401,7 @@ func (d *Dispatcher) Execute(ctx context.Context, c *sandbox.Call, e *catalog.En
 	start := time.Now()
 	ev := api.TrajectoryEvent{Kind: api.EventNested, Time: start, Run: d.Run, CallID: callID,
 		ParentCallID: d.ParentCallID, Tool: e.ID, Input: input}
-	res, err := d.execute(ctx, c, e, input, callID, &ev)
+	res, err := d.execute(ctx, c, p, callID, &ev)
 	if t := d.Gate.Trajectory; t != nil {
 		ev.DurationMs = time.Since(start).Milliseconds()
 		switch {
@@ -361,30 +420,46 @@ func (d *Dispatcher) Execute(ctx context.Context, c *sandbox.Call, e *catalog.En
 	return res, err
 }
 
-// execute runs the call; ev is its trajectory event, completed here with the input that ran.
-func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, e *catalog.Entry, input json.RawMessage, callID string, ev *api.TrajectoryEvent) (*api.Result, error) {
+// refusal is why a call must not run at all, checked before hooks, approval and the tool: an
+// invalid output contract (O4), restart safety (W6), an input that is not JSON and — given the
+// compiled input schema — an input that fails it, so the cell learns which field is wrong and why
+// and nobody is asked to approve a call that cannot be right.
+func (d *Dispatcher) refusal(e *catalog.Entry, input json.RawMessage, schema *contract.Schema) error {
 	if err := e.ContractError(); err != nil {
-		return nil, &api.ToolError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
+		return &api.ToolError{Name: "Error", Code: "invalid_output_schema", Message: fmt.Sprintf("%s cannot run: %v", e.ID, err)}
 	}
 	if d.RestartSafe && !e.Tool.ReadOnly {
-		return nil, &api.ToolError{Name: "Error", Code: "not_replay_safe",
+		return &api.ToolError{Name: "Error", Code: "not_replay_safe",
 			Message: fmt.Sprintf("%s is not declared read-only/replay-safe and this exec is restartSafe: it was not called", e.ID)}
 	}
 	if !json.Valid(input) {
-		return nil, &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "tool input is not valid JSON"}
+		return &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "tool input is not valid JSON"}
 	}
-	// The input is checked before hooks, approval and the tool see it: the cell learns which
-	// field is wrong and why, and nobody is asked to approve a call that cannot be right.
-	if s := e.InputSchema(); s != nil {
-		if err := s.ValidateInput(input); err != nil {
+	if schema != nil {
+		if err := schema.ValidateInput(input); err != nil {
 			ce := &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput),
 				Message: fmt.Sprintf("%s was not called: the input does not match its input schema: %v", e.ID, err)}
 			var ie *contract.InputError
 			if errors.As(err, &ie) {
 				ce.Details, _ = json.Marshal(map[string]any{"failures": ie.Failures})
 			}
-			return nil, ce
+			return ce
 		}
+	}
+	return nil
+}
+
+// execute runs the call; ev is its trajectory event, completed here with the input that ran.
+func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, p *prechecked, callID string, ev *api.TrajectoryEvent) (*api.Result, error) {
+	e, input := p.e, p.input
+	// The refusals again (defense in depth: a caller that skipped Precheck still gets them), and
+	// the input schema unless Precheck checked it.
+	var schema *contract.Schema
+	if !p.validated {
+		schema = e.InputSchema()
+	}
+	if err := d.refusal(e, input, schema); err != nil {
+		return nil, err
 	}
 	hev := &api.ToolCallEvent{ToolID: e.ID, ToolName: e.Tool.Name, Source: e.Tool.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: d.Run, ParentCallID: d.ParentCallID, Nested: true}

@@ -53,11 +53,20 @@ func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
 		}
 	}, nil, []api.ValueType{i32})
 	fn("host_promise_rejection", func(ctx context.Context, m api.Module, stack []uint64) {
-		// The tracker is never enabled; if it were, the trampoline hands us two heap values to free.
-		if vm := vmFrom(ctx); vm != nil {
-			vm.freeHeapValue(uint32(stack[0]))
-			vm.freeHeapValue(uint32(stack[1]))
+		// The trampoline hands us the promise and the reason as heap values we must free.
+		vm := vmFrom(ctx)
+		if vm == nil {
+			return
 		}
+		if vm.Rejection != nil && stack[0] != 0 && stack[1] != 0 {
+			p, ok1 := vm.mem.ReadUint64Le(uint32(stack[0]))
+			r, ok2 := vm.mem.ReadUint64Le(uint32(stack[1]))
+			if ok1 && ok2 {
+				vm.Rejection(vm, Value(p), Value(r), uint32(stack[2]) != 0)
+			}
+		}
+		vm.freeHeapValue(uint32(stack[0]))
+		vm.freeHeapValue(uint32(stack[1]))
 	}, []api.ValueType{i32, i32, i32}, nil)
 	// No module loader: import declarations never parse in a cell and dynamic import() rejects.
 	fn("host_module_normalize", func(ctx context.Context, m api.Module, stack []uint64) { stack[0] = 0 },

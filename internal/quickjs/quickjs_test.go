@@ -271,3 +271,51 @@ func TestUnavailable(t *testing.T) { // fail closed: a bad module is ErrUnavaila
 		t.Fatalf("%+v", p)
 	}
 }
+
+// TestRejectionTracker: the VM reports promises rejected with no handler, and handlers attached
+// to them later; a VM restored from an image reports too.
+func TestRejectionTracker(t *testing.T) {
+	vm := newVM(t)
+	type event struct {
+		reason  string
+		handled bool
+	}
+	var events []event
+	track := func(vm *VM, promise, reason Value, handled bool) {
+		s, _ := vm.ToString(reason, 100)
+		events = append(events, event{s, handled})
+	}
+	vm.Rejection = track
+	evalString(t, vm, `globalThis.p = Promise.reject("a"); Promise.resolve().then(() => { throw "b" }); "ok"`)
+	for {
+		n, err := vm.ExecutePendingJob()
+		if err != nil || n <= 0 {
+			break
+		}
+	}
+	evalString(t, vm, `p.catch(() => {}); "ok"`)
+	want := []event{{"a", false}, {"b", false}, {"a", true}}
+	if len(events) != len(want) {
+		t.Fatalf("events %+v, want %+v", events, want)
+	}
+	for i := range want {
+		if events[i] != want[i] {
+			t.Fatalf("events %+v, want %+v", events, want)
+		}
+	}
+	img, err := vm.Capture()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm2, err := module(t).Restore(context.Background(), img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer vm2.Close()
+	events = nil
+	vm2.Rejection = track
+	evalString(t, vm2, `Promise.reject("c"); "ok"`)
+	if len(events) != 1 || events[0] != (event{"c", false}) {
+		t.Fatalf("restored VM: %+v", events)
+	}
+}

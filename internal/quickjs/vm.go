@@ -54,91 +54,94 @@ const (
 	fnIsJobPending
 	fnNewObject
 	fnIsFunction
+	fnSetPromiseRejectionHandler
 	numFns
 )
 
 // fnNames maps fnID to export names; Load refuses a module missing any of them.
 var fnNames = [numFns]string{
-	fnInitialize:           "_initialize",
-	fnQjsInit:              "qjs_init",
-	fnSetMemoryLimit:       "qjs_set_memory_limit",
-	fnSetMaxStackSize:      "qjs_set_max_stack_size",
-	fnSetInterruptHandler:  "qjs_set_interrupt_handler",
-	fnGetRuntimePtr:        "qjs_get_runtime_ptr",
-	fnGetContextPtr:        "qjs_get_context_ptr",
-	fnSetRuntimeAndContext: "qjs_set_runtime_and_context",
-	fnNewHostFunction:      "qjs_new_host_function",
-	fnExecutePendingJob:    "qjs_execute_pending_job",
-	fnGetAllocatedSize:     "qjs_get_allocated_size",
-	fnRunGC:                "qjs_run_gc",
-	fnMalloc:               "malloc",
-	fnFree:                 "free",
-	fnEval:                 "JS_Eval",
-	fnCall:                 "JS_Call",
-	fnFreeValue:            "JS_FreeValue",
-	fnDupValue:             "JS_DupValue",
-	fnGetException:         "JS_GetException",
-	fnNewStringLen:         "JS_NewStringLen",
-	fnToCStringLen2:        "JS_ToCStringLen2",
-	fnFreeCString:          "JS_FreeCString",
-	fnParseJSON:            "JS_ParseJSON",
-	fnJsonStringify:        "JS_JSONStringify",
-	fnNewPromiseCapability: "JS_NewPromiseCapability",
-	fnPromiseState:         "JS_PromiseState",
-	fnPromiseResult:        "JS_PromiseResult",
-	fnGetPropertyStr:       "JS_GetPropertyStr",
-	fnSetPropertyStr:       "JS_SetPropertyStr",
-	fnGetGlobalObject:      "JS_GetGlobalObject",
-	fnIsUncatchableError:   "JS_IsUncatchableError",
-	fnThrow:                "JS_Throw",
-	fnIsError:              "JS_IsError",
-	fnIsJobPending:         "JS_IsJobPending",
-	fnNewObject:            "JS_NewObject",
-	fnIsFunction:           "JS_IsFunction",
+	fnInitialize:                 "_initialize",
+	fnQjsInit:                    "qjs_init",
+	fnSetMemoryLimit:             "qjs_set_memory_limit",
+	fnSetMaxStackSize:            "qjs_set_max_stack_size",
+	fnSetInterruptHandler:        "qjs_set_interrupt_handler",
+	fnGetRuntimePtr:              "qjs_get_runtime_ptr",
+	fnGetContextPtr:              "qjs_get_context_ptr",
+	fnSetRuntimeAndContext:       "qjs_set_runtime_and_context",
+	fnNewHostFunction:            "qjs_new_host_function",
+	fnExecutePendingJob:          "qjs_execute_pending_job",
+	fnGetAllocatedSize:           "qjs_get_allocated_size",
+	fnRunGC:                      "qjs_run_gc",
+	fnMalloc:                     "malloc",
+	fnFree:                       "free",
+	fnEval:                       "JS_Eval",
+	fnCall:                       "JS_Call",
+	fnFreeValue:                  "JS_FreeValue",
+	fnDupValue:                   "JS_DupValue",
+	fnGetException:               "JS_GetException",
+	fnNewStringLen:               "JS_NewStringLen",
+	fnToCStringLen2:              "JS_ToCStringLen2",
+	fnFreeCString:                "JS_FreeCString",
+	fnParseJSON:                  "JS_ParseJSON",
+	fnJsonStringify:              "JS_JSONStringify",
+	fnNewPromiseCapability:       "JS_NewPromiseCapability",
+	fnPromiseState:               "JS_PromiseState",
+	fnPromiseResult:              "JS_PromiseResult",
+	fnGetPropertyStr:             "JS_GetPropertyStr",
+	fnSetPropertyStr:             "JS_SetPropertyStr",
+	fnGetGlobalObject:            "JS_GetGlobalObject",
+	fnIsUncatchableError:         "JS_IsUncatchableError",
+	fnThrow:                      "JS_Throw",
+	fnIsError:                    "JS_IsError",
+	fnIsJobPending:               "JS_IsJobPending",
+	fnNewObject:                  "JS_NewObject",
+	fnIsFunction:                 "JS_IsFunction",
+	fnSetPromiseRejectionHandler: "qjs_set_promise_rejection_handler",
 }
 
 // funcs gives the calls readable names: vm.f.call is fnCall.
 type funcs struct {
-	initialize, qjsInit, setMemoryLimit, setMaxStackSize, setInterruptHandler, getRuntimePtr, getContextPtr, setRuntimeAndContext, newHostFunction, executePendingJob, getAllocatedSize, runGC, malloc, free, eval, call, freeValue, dupValue, getException, newStringLen, toCStringLen2, freeCString, parseJSON, jsonStringify, newPromiseCapability, promiseState, promiseResult, getPropertyStr, setPropertyStr, getGlobalObject, isUncatchableError, throw, isError, isJobPending, newObject, isFunction fnID
+	initialize, qjsInit, setMemoryLimit, setMaxStackSize, setInterruptHandler, getRuntimePtr, getContextPtr, setRuntimeAndContext, newHostFunction, executePendingJob, getAllocatedSize, runGC, malloc, free, eval, call, freeValue, dupValue, getException, newStringLen, toCStringLen2, freeCString, parseJSON, jsonStringify, newPromiseCapability, promiseState, promiseResult, getPropertyStr, setPropertyStr, getGlobalObject, isUncatchableError, throw, isError, isJobPending, newObject, isFunction, setPromiseRejectionHandler fnID
 }
 
 var fnTable = funcs{
-	initialize:           fnInitialize,
-	qjsInit:              fnQjsInit,
-	setMemoryLimit:       fnSetMemoryLimit,
-	setMaxStackSize:      fnSetMaxStackSize,
-	setInterruptHandler:  fnSetInterruptHandler,
-	getRuntimePtr:        fnGetRuntimePtr,
-	getContextPtr:        fnGetContextPtr,
-	setRuntimeAndContext: fnSetRuntimeAndContext,
-	newHostFunction:      fnNewHostFunction,
-	executePendingJob:    fnExecutePendingJob,
-	getAllocatedSize:     fnGetAllocatedSize,
-	runGC:                fnRunGC,
-	malloc:               fnMalloc,
-	free:                 fnFree,
-	eval:                 fnEval,
-	call:                 fnCall,
-	freeValue:            fnFreeValue,
-	dupValue:             fnDupValue,
-	getException:         fnGetException,
-	newStringLen:         fnNewStringLen,
-	toCStringLen2:        fnToCStringLen2,
-	freeCString:          fnFreeCString,
-	parseJSON:            fnParseJSON,
-	jsonStringify:        fnJsonStringify,
-	newPromiseCapability: fnNewPromiseCapability,
-	promiseState:         fnPromiseState,
-	promiseResult:        fnPromiseResult,
-	getPropertyStr:       fnGetPropertyStr,
-	setPropertyStr:       fnSetPropertyStr,
-	getGlobalObject:      fnGetGlobalObject,
-	isUncatchableError:   fnIsUncatchableError,
-	throw:                fnThrow,
-	isError:              fnIsError,
-	isJobPending:         fnIsJobPending,
-	newObject:            fnNewObject,
-	isFunction:           fnIsFunction,
+	initialize:                 fnInitialize,
+	qjsInit:                    fnQjsInit,
+	setMemoryLimit:             fnSetMemoryLimit,
+	setMaxStackSize:            fnSetMaxStackSize,
+	setInterruptHandler:        fnSetInterruptHandler,
+	getRuntimePtr:              fnGetRuntimePtr,
+	getContextPtr:              fnGetContextPtr,
+	setRuntimeAndContext:       fnSetRuntimeAndContext,
+	newHostFunction:            fnNewHostFunction,
+	executePendingJob:          fnExecutePendingJob,
+	getAllocatedSize:           fnGetAllocatedSize,
+	runGC:                      fnRunGC,
+	malloc:                     fnMalloc,
+	free:                       fnFree,
+	eval:                       fnEval,
+	call:                       fnCall,
+	freeValue:                  fnFreeValue,
+	dupValue:                   fnDupValue,
+	getException:               fnGetException,
+	newStringLen:               fnNewStringLen,
+	toCStringLen2:              fnToCStringLen2,
+	freeCString:                fnFreeCString,
+	parseJSON:                  fnParseJSON,
+	jsonStringify:              fnJsonStringify,
+	newPromiseCapability:       fnNewPromiseCapability,
+	promiseState:               fnPromiseState,
+	promiseResult:              fnPromiseResult,
+	getPropertyStr:             fnGetPropertyStr,
+	setPropertyStr:             fnSetPropertyStr,
+	getGlobalObject:            fnGetGlobalObject,
+	isUncatchableError:         fnIsUncatchableError,
+	throw:                      fnThrow,
+	isError:                    fnIsError,
+	isJobPending:               fnIsJobPending,
+	newObject:                  fnNewObject,
+	isFunction:                 fnIsFunction,
+	setPromiseRejectionHandler: fnSetPromiseRejectionHandler,
 }
 
 // HostFunc implements a guest-callable function. Arguments are borrowed (valid only during the
@@ -179,7 +182,12 @@ type VM struct {
 	// ErrorFactory builds the guest error thrown for a *GuestError returned by a HostFunc. When nil,
 	// a plain Error is used.
 	ErrorFactory func(vm *VM, e *GuestError) (Value, error)
-	dead         error
+	// Rejection, when set, hears of every promise rejected with no handler (handled false) and
+	// of a handler attached to such a promise later (handled true). The values are borrowed: Dup
+	// what must outlive the call. It runs inside guest execution and must not call into the
+	// guest beyond Dup and Free.
+	Rejection func(vm *VM, promise, reason Value, handled bool)
+	dead      error
 }
 
 // GuestError is an error a host callback wants thrown in the guest as plain data.
@@ -225,6 +233,12 @@ func (m *Module) NewVM(ctx context.Context) (*VM, error) {
 	}
 	vm.scratch, vm.scratchTop = uint32(p), uint32(p)
 	if err := vm.callVoid(vm.f.setInterruptHandler, 1); err != nil {
+		vm.Close()
+		return nil, err
+	}
+	// Rejection tracking lives in the runtime's memory: every VM restored from an image of this
+	// one reports rejections to its Rejection callback.
+	if err := vm.callVoid(vm.f.setPromiseRejectionHandler, 1); err != nil {
 		vm.Close()
 		return nil, err
 	}

@@ -115,6 +115,15 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 		r.yielded = c
 	default:
 		c.label = r.host.PendingLabel(op, payload)
+		c.host = &Call{ID: r.callID(c.id), Op: op, Payload: payload, run: r, n: c.id}
+		if pc, ok := r.host.(Prechecker); ok {
+			pre, err := pc.Precheck(c.host)
+			if err != nil {
+				r.push(completion{id: c.id, err: err})
+				break
+			}
+			c.host.Prechecked = pre
+		}
 		r.queue = append(r.queue, c)
 		r.startQueued()
 	}
@@ -156,7 +165,8 @@ func (r *Run) startQueued() {
 		c.cancel = cancel
 		c.started = time.Now()
 		r.wg.Add(1)
-		hc := &Call{ID: r.callID(c.id), Op: c.op, Payload: c.payload, run: r, n: c.id}
+		hc := c.host
+		c.host = nil
 		go func() {
 			defer r.wg.Done()
 			defer cancel()

@@ -45,6 +45,15 @@ type Host interface {
 	PendingLabel(op string, payload []byte) string
 }
 
+// Prechecker is optionally implemented by a Host: Precheck runs on the VM goroutine when the guest
+// starts an async request, before any goroutine or concurrency slot. A request it refuses never
+// starts; the guest's promise rejects with the error at the next delivery, like any failed call.
+// What it returns for an accepted request is handed to Async as Call.Prechecked, so the request
+// is not parsed twice.
+type Prechecker interface {
+	Precheck(c *Call) (any, error)
+}
+
 // Call is one asynchronous request as the host sees it.
 type Call struct {
 	// ID is the call's id, "<parent call id>/<n>": the same in pendingToolCalls, approvals and
@@ -52,8 +61,10 @@ type Call struct {
 	ID      string
 	Op      string
 	Payload []byte
-	run     *Run
-	n       int64
+	// Prechecked is what the host's Precheck returned for this call, or nil.
+	Prechecked any
+	run        *Run
+	n          int64
 }
 
 // AwaitDecision tells the run that the call waits for a person's decision on req. asking says
@@ -112,6 +123,7 @@ type call struct {
 	cancel          context.CancelFunc
 	timer           *time.Timer
 	settled         bool
+	host            *Call // what the host sees of a queued tool call
 }
 
 type completion struct {
@@ -149,23 +161,27 @@ type Run struct {
 	main       quickjs.Value // the cell's promise
 	// bodyDone is set once the cell's body settled with a value; value is that value as JSON.
 	// The run goes on until no work is pending (X7) and then completes with it.
-	bodyDone    bool
-	value       []byte
-	snapshot    []byte // compressed VM image while suspended
-	maxSnapshot int
-	yieldAsked  bool
-	yielded     *call // the yield_control call to resolve on resume
-	output      []api.Output
-	outBytes    int
-	maxOut      int
-	abortCode   api.ErrorCode // set by the host side; the interrupt handler then stops the guest
-	abortMsg    string
-	interrupts  bool
-	deadline    time.Time
-	ended       bool
-	memLimit    uint64
-	restartSafe bool // suspend on pending work instead of draining it (X9)
-	resumed     bool // a wait just restored the VM: deliver once before suspending again
+	bodyDone bool
+	value    []byte
+	// unhandled are promises rejected with no handler yet, oldest first (bounded); the ones
+	// still unhandled when the cell completes are reported in its output.
+	unhandled        []rejection
+	unhandledDropped int
+	snapshot         []byte // compressed VM image while suspended
+	maxSnapshot      int
+	yieldAsked       bool
+	yielded          *call // the yield_control call to resolve on resume
+	output           []api.Output
+	outBytes         int
+	maxOut           int
+	abortCode        api.ErrorCode // set by the host side; the interrupt handler then stops the guest
+	abortMsg         string
+	interrupts       bool
+	deadline         time.Time
+	ended            bool
+	memLimit         uint64
+	restartSafe      bool // suspend on pending work instead of draining it (X9)
+	resumed          bool // a wait just restored the VM: deliver once before suspending again
 }
 
 // Cell is what Start runs.
@@ -281,6 +297,7 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 		return false
 	}
 	vm.ErrorFactory = r.makeGuestError
+	vm.Rejection = r.onRejection
 	vm.Register(hostOut, r.hostOut)
 	vm.Register(hostSync, r.hostSync)
 	vm.Register(hostAsync, r.hostAsync)
@@ -339,6 +356,10 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		if r.bodyDone && len(r.calls) == 0 {
 			if late {
 				return r.timeoutFailure()
+			}
+			r.reportUnhandled(vm)
+			if r.overran() {
+				return r.timeoutFailure() // describing a rejection ran guest code past the deadline
 			}
 			return r.complete()
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ func TestPendingWorkDrains(t *testing.T) {
 		{name: "un-awaited call without a handler", code: `tools.callValue("write", {path: "marker"}); return 1`,
 			value: `1`, calls: 1},
 		{name: "un-awaited failing call does not fail the cell", code: `tools.callValue("write"); return 1`,
-			host: &fakeHost{fail: true}, value: `1`, calls: 1},
+			host: &fakeHost{fail: true}, value: `1`, calls: 1,
+			output: "Unhandled promise rejection (a promise failed and nothing awaited or caught it): Error: tool exploded [tool_error]"},
 		{name: "value is the body's value", code: `const o = {n: 0}; setTimeout(() => { o.n = 1; text("mutated") }, 10); return o`,
 			value: `{"n":0}`, output: "mutated", calls: -1},
 		{name: "nested timers", code: `setTimeout(() => setTimeout(() => text("inner"), 10), 10); text("body"); return 2`,
@@ -231,6 +233,7 @@ func TestDeadlineHoles(t *testing.T) {
 		{"sort comparator", swallow + `[3, 1, 2].sort((a, b) => { new Error(); return a - b }); return 1`, nil},
 		{"timer callback", swallow + `await new Promise(r => setTimeout(() => { new Error(); r() }, 1)); return 1`, nil},
 		{"timer callback after return", swallow + `setTimeout(() => { new Error() }, 1); return 1`, nil},
+		{"describing an unhandled rejection", `const e = new Error("m");` + swallow + `Object.defineProperty(e, "message", {get() { new Error(); return "m" }}); Promise.reject(e); return 1`, nil},
 		{"swallowed and then suspended", swallow + `new Error(); await tools.callValue("slow"); return 1`, &fakeHost{delay: 10 * time.Second}},
 		// The hard kill: the interrupt is swallowed forever.
 		{"hard kill: endless prepareStackTrace", swallow + `for (;;) { new Error() }`, nil},
@@ -366,5 +369,104 @@ func TestStrictNamespaces(t *testing.T) {
 	r.Close()
 	if o.Status != StatusFailed || !strings.HasPrefix(o.Error, "TypeError: unknown ") || !strings.HasSuffix(o.Error, "[unknown_tool] (line 2:8)") {
 		t.Fatalf("%+v", o)
+	}
+}
+
+// TestUnhandledRejections: a failure nobody awaited or caught is reported in the output of the
+// completed cell (like Node.js's warning); a rejection handled later, or caught, is not.
+func TestUnhandledRejections(t *testing.T) {
+	const note = "Unhandled promise rejection (a promise failed and nothing awaited or caught it): "
+	cases := []struct {
+		name, code string
+		host       *fakeHost
+		output     string
+	}{
+		{"un-awaited failing call", `tools.callValue("w"); return 1`, &fakeHost{fail: true}, note + "Error: tool exploded [tool_error]"},
+		{"rejected promise", "\nPromise.reject(new Error('late')); return 1", nil, note + "Error: late (line 2:20)"},
+		{"async function that throws", `async function f() { throw new TypeError("t") } f(); return 1`, nil, note + "TypeError: t (line 1:32)"},
+		{"a plain value", `Promise.reject("plain"); return 1`, nil, note + "plain"},
+		{"handled later", `const p = Promise.reject(new Error("x")); await null; p.catch(() => {}); return 1`, nil, ""},
+		{"awaited and caught", `try { await tools.callValue("w") } catch {} return 1`, &fakeHost{fail: true}, ""},
+		{"Promise.all failure caught", `try { await Promise.all([tools.callValue("a"), tools.callValue("b")]) } catch {} return 1`, &fakeHost{fail: true}, ""},
+		{"bounded", `for (let i = 0; i < 40; i++) Promise.reject(i); return 1`, nil,
+			note + "0|" + note + "1|" + note + "2|" + note + "3|" + note + "4|… and 35 more unhandled promise rejections"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tc.host
+			if host == nil {
+				host = &fakeHost{}
+			}
+			r, o := runCell(t, host, tc.code, defaultLimits())
+			r.Close()
+			if o.Status != StatusCompleted || string(o.Value) != "1" {
+				t.Fatalf("got %s %s %q", o.Status, o.Value, o.Error)
+			}
+			if got := texts(o); got != tc.output {
+				t.Fatalf("output %q, want %q", got, tc.output)
+			}
+		})
+	}
+	// Reported when the run completes, after a wait too; never past maxOutputBytes.
+	lim := defaultLimits()
+	lim.MaxOutputBytes = 1024
+	r, o := runCell(t, nil, `Promise.reject(new Error("x".repeat(2000))); await yield_control(); return 1`, lim)
+	defer r.Close()
+	if o.Status != StatusWaiting {
+		t.Fatalf("%+v", o)
+	}
+	o = r.Resume(context.Background(), lim)
+	if o.Status != StatusCompleted || len(o.Output) != 0 {
+		t.Fatalf("%+v", o)
+	}
+	r2, o := runCell(t, nil, `Promise.reject(new Error("kept")); await yield_control(); return 1`, defaultLimits())
+	defer r2.Close()
+	o = r2.Resume(context.Background(), defaultLimits())
+	if got := texts(o); got != note+"Error: kept (line 1:20)" {
+		t.Fatalf("after a wait: %q", got)
+	}
+}
+
+// precheckHost refuses calls to the id "refused" on the VM goroutine and hands a token to Async
+// for the others.
+type precheckHost struct {
+	fakeHost
+	sawToken atomic.Int64
+}
+
+func (h *precheckHost) Precheck(c *Call) (any, error) {
+	if strings.Contains(string(c.Payload), `"refused"`) {
+		return nil, &api.ToolError{Name: "TypeError", Code: "invalid_input", Message: "refused before it started"}
+	}
+	return "token", nil
+}
+
+func (h *precheckHost) Async(ctx context.Context, c *Call) ([]byte, error) {
+	if c.Prechecked == "token" {
+		h.sawToken.Add(1)
+	}
+	return h.fakeHost.Async(ctx, c)
+}
+
+// TestPrecheck: a request the host refuses on the VM goroutine never starts (no Async call) and
+// rejects like any failed call; an accepted one gets the host's token back in Async.
+func TestPrecheck(t *testing.T) {
+	host := &precheckHost{}
+	r, o := runCell(t, host, `
+		let refused;
+		try { await tools.callValue("refused") } catch (e) { refused = [e instanceof TypeError, e.code, e.message] }
+		const p = tools.callValue("refused"); // un-awaited: reported, not fatal
+		const ok = await tools.callValue("fine", {n: 1});
+		return {refused, ok}`, defaultLimits())
+	r.Close()
+	want := `{"refused":[true,"invalid_input","refused before it started"],"ok":{"id":"fine","input":{"n":1}}}`
+	if o.Status != StatusCompleted || string(o.Value) != want {
+		t.Fatalf("got %s %s %q", o.Status, o.Value, o.Error)
+	}
+	if len(host.calls) != 1 || host.sawToken.Load() != 1 {
+		t.Fatalf("Async ran %d times (%d with the token), want once", len(host.calls), host.sawToken.Load())
+	}
+	if !strings.Contains(texts(o), "refused before it started") {
+		t.Fatalf("the un-awaited refusal is not reported: %q", texts(o))
 	}
 }
