@@ -87,10 +87,10 @@ func redactValue(v any, secret string, depth int) any {
 		m := make(map[string]any, len(x))
 		for k, val := range x {
 			if sensitiveKey(k) {
-				m[k] = redacted
+				m[redactText(k, secret)] = redacted
 				continue
 			}
-			m[k] = redactValue(val, secret, depth+1)
+			m[redactText(k, secret)] = redactValue(val, secret, depth+1)
 		}
 		return m
 	case []any:
