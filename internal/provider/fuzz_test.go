@@ -6,28 +6,69 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode"
 )
 
+// FuzzToolNames checks the fast gjson reader against encoding/json, which the servers' own
+// decoders resemble: wherever the body has no duplicated keys on the way to a name, both must
+// find the same names.
 func FuzzToolNames(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"type":"function","function":{"name":"exec"}},{"name":"wait"}]}`))
 	f.Add([]byte(`{"tools":[{"custom":{"name":"x"}},{}],"tools":null}`))
+	f.Add([]byte(`{"tools":[{"name":"\u0065x\"ec"}],"model":"m"}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		names, err := toolNames(body)
+		want, werr := toolNamesStd(body)
 		if err != nil {
-			return
+			return // refused: fail closed
 		}
-		var b struct {
-			Tools []json.RawMessage `json:"tools"`
+		if werr != nil {
+			t.Fatalf("gjson accepted what encoding/json refuses (%v): %q", werr, body)
 		}
-		if json.Unmarshal(body, &b) == nil && len(b.Tools) != len(names) {
-			t.Fatalf("%d tools but %d names", len(b.Tools), len(names))
+		if !slices.Equal(names, want) {
+			t.Fatalf("gjson %q, encoding/json %q for %q", names, want, body)
 		}
 	})
+}
+
+// toolNamesStd is the reference reading with encoding/json.
+func toolNamesStd(body []byte) ([]string, error) {
+	var b struct {
+		Tools []struct {
+			Name     json.RawMessage `json:"name"`
+			Function *struct {
+				Name json.RawMessage `json:"name"`
+			} `json:"function"`
+			Custom *struct {
+				Name json.RawMessage `json:"name"`
+			} `json:"custom"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	str := func(raw json.RawMessage) string {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	}
+	names := []string{}
+	for _, t := range b.Tools {
+		switch {
+		case t.Function != nil:
+			names = append(names, str(t.Function.Name))
+		case t.Custom != nil:
+			names = append(names, str(t.Custom.Name))
+		default:
+			names = append(names, str(t.Name))
+		}
+	}
+	return names, nil
 }
 
 // FuzzRedactedSnapshot: bounded output, and a secret never appears whole.

@@ -61,21 +61,24 @@ func (c *call) start(parent context.Context) (context.Context, func()) {
 }
 
 func (c *call) middleware(req *http.Request, next middlewareNext) (*http.Response, error) {
-	body, err := requestBody(req)
-	if err != nil {
-		return nil, c.refuse(fmt.Errorf("cannot read the request body to check it: %w", err))
-	}
-	names, err := toolNames(body)
-	if err != nil {
-		return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
-	}
 	c.mu.Lock()
 	attempt := c.attempts + 1
 	c.mu.Unlock()
-	c.logPayload(attempt, names, body)
-	if c.s.CheckPayload != nil {
-		if err := c.s.CheckPayload(names); err != nil {
-			return nil, c.refuse(err)
+	// The body is only read when something needs it: the A10 check or payload logging.
+	if c.s.CheckPayload != nil || c.s.Debug.Payload != "" {
+		body, err := requestBody(req)
+		if err != nil {
+			return nil, c.refuse(fmt.Errorf("cannot read the request body to check it: %w", err))
+		}
+		names, err := toolNames(body)
+		if err != nil {
+			return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
+		}
+		c.logPayload(attempt, names, body)
+		if c.s.CheckPayload != nil {
+			if err := c.s.CheckPayload(names); err != nil {
+				return nil, c.refuse(err)
+			}
 		}
 	}
 	c.mu.Lock()
