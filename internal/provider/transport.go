@@ -163,7 +163,11 @@ func (c *call) logAttempt(req *http.Request, attempt int, res *http.Response, be
 		}
 		log.Info("model http attempt", attrs...)
 	}
-	if attempt <= c.s.MaxRetries && (err != nil || retryableStatus(status)) && req.Context().Err() == nil {
+	retry := err != nil || retryableStatus(status)
+	if res != nil && res.Header.Get("X-Should-Retry") != "" {
+		retry = res.Header.Get("X-Should-Retry") == "true"
+	}
+	if attempt <= c.s.MaxRetries && retry && req.Context().Err() == nil {
 		log.Warn("model request failed; the SDK retries it", "provider", c.provider, "attempt", attempt, "status", status)
 	}
 }
@@ -189,9 +193,10 @@ type boundedBody struct {
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		// One more byte would exceed the limit; find out whether there is one.
+		// The limit is reached: one more byte means the body is too large.
 		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
 			b.c.mu.Lock()
 			b.c.tooLarge = true
 			b.c.mu.Unlock()
@@ -202,8 +207,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 			}
 			return 0, errTooLarge
 		}
+		return 0, err
 	}
-	if int64(len(p)) > b.left && b.left > 0 {
+	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
 	n, err := b.rc.Read(p)

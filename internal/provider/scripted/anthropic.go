@@ -273,7 +273,11 @@ func anthropicStream(st *streamer, req *Request, rep Reply) {
 	}
 	switch {
 	case rep.StreamError != "":
-		st.event("error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": rep.StreamError}})
+		typ := rep.ErrorType
+		if typ == "" {
+			typ = "overloaded_error"
+		}
+		st.event("error", map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": rep.StreamError}})
 		return
 	case rep.Truncate:
 		st.start()

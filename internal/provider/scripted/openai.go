@@ -254,7 +254,11 @@ func openaiStream(st *streamer, req *Request, rep Reply) {
 	}
 	switch {
 	case rep.StreamError != "":
-		st.event("", map[string]any{"error": map[string]any{"message": rep.StreamError, "type": "server_error", "param": nil, "code": nil}})
+		typ := rep.ErrorType
+		if typ == "" {
+			typ = "server_error"
+		}
+		st.event("", map[string]any{"error": map[string]any{"message": rep.StreamError, "type": typ, "param": nil, "code": nil}})
 		return
 	case rep.Truncate:
 		st.start()
