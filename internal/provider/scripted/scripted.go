@@ -104,7 +104,8 @@ func (s *Server) Add(turns ...Turn) {
 	s.mu.Unlock()
 }
 
-// Requests returns every request received so far that reached a model endpoint, in order.
+// Requests returns every request to a model endpoint that passed authentication, in order,
+// those the server rejected as invalid included.
 func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
