@@ -1,7 +1,9 @@
 package provider
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,26 +40,40 @@ func BenchmarkTurn(b *testing.B) {
 	}
 }
 
-// BenchmarkTurnCanned is BenchmarkTurn against a server that answers with fixed bytes, so the
-// figure is the provider layer plus loopback HTTP only.
+// BenchmarkTurnCanned is BenchmarkTurn against a server that answers with fixed bytes (the
+// scripted server's reply, captured once), so the figure is the provider layer plus loopback
+// HTTP only.
 func BenchmarkTurnCanned(b *testing.B) {
-	bodies := map[string]string{
-		OpenAI:    `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"Running it.","tool_calls":[{"id":"call_1","type":"function","function":{"name":"exec","arguments":"{\"code\":\"return 1\"}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`,
-		Anthropic: `{"id":"m","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Running it."},{"type":"tool_use","id":"toolu_1","name":"exec","input":{"code":"return 1"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":10,"output_tokens":5}}`,
-	}
-	for _, p := range []string{OpenAI, Anthropic} {
-		b.Run(p, func(b *testing.B) {
-			body := bodies[p]
-			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "application/json")
-				_, _ = w.Write([]byte(body))
-			})
-			ts := newLoopback(b, h)
-			base := ts + "/v1"
-			if p == Anthropic {
-				base = ts
+	reply := scripted.Reply{Text: "Running it.", ToolCalls: []scripted.ToolCall{{Name: "exec", Arguments: `{"code":"return 1"}`}}}
+	for _, v := range variants {
+		b.Run(v.String(), func(b *testing.B) {
+			// Capture the scripted reply's bytes for this variant.
+			srv := scripted.Start(b, scripted.Options{Repeat: scripted.Fixed(reply)})
+			var canned []byte
+			var ctype string
+			capture := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				res, err := http.DefaultTransport.RoundTrip(r)
+				if err == nil {
+					canned, _ = io.ReadAll(res.Body)
+					res.Body.Close()
+					ctype = res.Header.Get("Content-Type")
+					res.Body = io.NopCloser(bytes.NewReader(canned))
+				}
+				return res, err
+			})}
+			c := newClient(b, srv, v, func(o *Options) { o.HTTPClient = capture })
+			if _, err := c.Complete(context.Background(), conversation); err != nil {
+				b.Fatal(err)
 			}
-			c, err := New(Options{Provider: p, BaseURL: base, APIKey: "k", CheckPayload: a10()})
+			base := newLoopback(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", ctype)
+				_, _ = w.Write(canned)
+			}))
+			if v.provider == OpenAI {
+				base += "/v1"
+			}
+			c, err := New(Options{Provider: v.provider, BaseURL: base, APIKey: "k", Stream: v.stream, CheckPayload: a10()})
 			if err != nil {
 				b.Fatal(err)
 			}
