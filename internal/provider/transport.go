@@ -64,17 +64,22 @@ func (c *call) middleware(req *http.Request, next middlewareNext) (*http.Respons
 	c.mu.Lock()
 	attempt := c.attempts + 1
 	c.mu.Unlock()
-	// The body is only read when something needs it: the A10 check or payload logging.
+	// The body is only read when something needs it: the A10 check or payload logging. Only
+	// the check fails closed; logging alone never stops a request.
 	if c.s.CheckPayload != nil || c.s.Debug.Payload != "" {
 		body, err := requestBody(req)
-		if err != nil {
-			return nil, c.refuse(fmt.Errorf("cannot read the request body to check it: %w", err))
+		var names []string
+		if err == nil {
+			names, err = toolNames(body)
 		}
-		names, err := toolNames(body)
-		if err != nil {
+		switch {
+		case err != nil && c.s.CheckPayload != nil:
 			return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
+		case err != nil:
+			c.s.Logger.Warn("model payload: cannot read the tool list", "provider", c.provider, "error", err.Error())
+		default:
+			c.logPayload(attempt, names, body)
 		}
-		c.logPayload(attempt, names, body)
 		if c.s.CheckPayload != nil {
 			if err := c.s.CheckPayload(names); err != nil {
 				return nil, c.refuse(err)
@@ -310,6 +315,9 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 	case c.payloadErr != nil:
 		e.Kind, e.Err, e.Status, e.RequestID = KindPayloadRejected, c.payloadErr, 0, ""
 		e.hint = "nothing was sent"
+		if c.attempts > 0 {
+			e.hint = "the request was not sent again"
+		}
 		return e
 	case parent.Err() != nil:
 		e.Err = parent.Err()
