@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Both SDKs define Middleware as an alias of this function type, so one method serves both.
@@ -373,6 +375,13 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 func (c *call) protocol(detail string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Some proxies answer errors with status 200 and an error object; say what it says.
+	for _, path := range []string{"error.message", "error"} {
+		if m := gjson.GetBytes(c.head, path); m.Type == gjson.String && m.Str != "" {
+			detail += "; the server says: " + m.Str
+			break
+		}
+	}
 	e := &Error{Provider: c.provider, Kind: KindProtocol, Attempts: c.attempts, Status: c.status, Message: clean(detail, 300)}
 	if c.header != nil {
 		e.RequestID = clean(requestID(c.header), 100)
