@@ -77,6 +77,9 @@ func TestErrors(t *testing.T) {
 			kind: KindProtocol, status: 200, requests: 1, says: []string{"welcome to my blog", "base URL of an"}},
 		{name: "empty JSON object", turns: []scripted.Turn{scripted.Fixed(scripted.Reply{ContentType: "application/json", Body: "{}"})},
 			kind: KindProtocol, status: 200, requests: 1},
+		{name: "error object with status 200", turns: []scripted.Turn{scripted.Fixed(scripted.Reply{ContentType: "application/json",
+			Body: `{"error":{"message":"upstream provider quota exceeded","code":429}}`})},
+			kind: KindProtocol, status: 200, requests: 1, says: []string{"the server says: upstream provider quota exceeded"}},
 		{name: "truncated JSON", turns: []scripted.Turn{scripted.Fixed(scripted.Reply{ContentType: "application/json", Body: `{"id":"x","choices":[`})},
 			kind: KindProtocol, status: 200, requests: 1},
 		{name: "garbage stream", turns: []scripted.Turn{scripted.Fixed(scripted.Reply{ContentType: "text/event-stream", Body: "data: {not json}\n\n"})},
@@ -92,7 +95,7 @@ func TestErrors(t *testing.T) {
 	for _, v := range variants {
 		for _, c := range cases {
 			streamOnly := strings.Contains(c.name, "stream")
-			jsonOnly := c.name == "empty JSON object" || c.name == "truncated JSON" || c.name == "html instead of JSON"
+			jsonOnly := c.name == "empty JSON object" || c.name == "truncated JSON" || c.name == "html instead of JSON" || c.name == "error object with status 200"
 			if streamOnly && !v.stream || jsonOnly && v.stream {
 				continue
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -110,4 +111,11 @@ func checkGoroutines(t *testing.T) {
 			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
 		}
 	})
+}
+
+// newLoopback serves h on a loopback port until the test ends and returns its URL.
+func newLoopback(t testing.TB, h http.Handler) string {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
 }

@@ -46,7 +46,8 @@ type Options struct {
 	MaxRetries int
 	// MaxRetryDelay caps how long a server may ask us to wait (retry-after) before a retry; a
 	// longer wait ends the call with a rate-limit error that says how long the server asked
-	// for. It also caps exponential backoff. Default one minute.
+	// for. Default one minute. (OpenAI's SDK also caps its exponential backoff with it;
+	// Anthropic's caps its own at 8s.)
 	MaxRetryDelay time.Duration
 	// Timeout bounds each attempt, streaming included (default 5 minutes). The caller's
 	// context bounds the whole call, retries included.

@@ -3,50 +3,102 @@ package provider
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/tidwall/gjson"
 )
 
 // toolNames lists the names of the tools in a serialized request body, in order: OpenAI's
 // `tools[].function.name` (or `custom.name`), Anthropic's `tools[].name`. A tool entry whose
 // name cannot be found is listed as "" so that a check expecting exact names fails closed.
-// It decodes with encoding/json, which, like the providers' servers, keeps the last of
-// duplicated keys.
+//
+// It runs on every request, so it uses gjson, which skips the messages instead of decoding
+// them (encoding/json would make long histories cost milliseconds). JSON parsers disagree on
+// duplicated keys (first or last wins), so a duplicated key on the path to a name is an error:
+// the check must never see a different tool list than the server.
 func toolNames(body []byte) ([]string, error) {
 	if len(body) == 0 {
 		return nil, nil
 	}
-	var b struct {
-		Tools []struct {
-			Name     *string `json:"name"`
-			Function *struct {
-				Name string `json:"name"`
-			} `json:"function"`
-			Custom *struct {
-				Name string `json:"name"`
-			} `json:"custom"`
-		} `json:"tools"`
+	if !gjson.ValidBytes(body) {
+		return nil, errors.New("the body is not valid JSON")
 	}
-	if err := json.Unmarshal(body, &b); err != nil {
+	root := gjson.ParseBytes(body)
+	if !root.IsObject() {
+		return nil, errors.New("the body is not a JSON object")
+	}
+	tools, err := uniqueKey(root, "tools")
+	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(b.Tools))
-	for _, t := range b.Tools {
-		switch {
-		case t.Function != nil:
-			names = append(names, t.Function.Name)
-		case t.Custom != nil:
-			names = append(names, t.Custom.Name)
-		case t.Name != nil:
-			names = append(names, *t.Name)
-		default:
-			names = append(names, "")
+	names := []string{}
+	if !tools.Exists() || tools.Type == gjson.Null {
+		return names, nil
+	}
+	if !tools.IsArray() {
+		return nil, errors.New("tools is not an array")
+	}
+	for _, t := range tools.Array() {
+		if !t.IsObject() {
+			return nil, errors.New("a tools entry is not an object")
 		}
+		name, err := toolName(t)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, name)
 	}
 	return names, nil
+}
+
+// toolName is function.name, custom.name or name, in that order of preference.
+func toolName(t gjson.Result) (string, error) {
+	for _, wrapper := range []string{"function", "custom"} {
+		w, err := uniqueKey(t, wrapper)
+		if err != nil {
+			return "", err
+		}
+		if w.Exists() && w.Type != gjson.Null {
+			if !w.IsObject() {
+				return "", fmt.Errorf("a tool's %s is not an object", wrapper)
+			}
+			n, err := uniqueKey(w, "name")
+			if err != nil || n.Type != gjson.String {
+				return "", err
+			}
+			return n.Str, nil
+		}
+	}
+	n, err := uniqueKey(t, "name")
+	if err != nil || n.Type != gjson.String {
+		return "", err
+	}
+	return n.Str, nil
+}
+
+// uniqueKey returns the member key of object o, refusing a key that appears twice.
+func uniqueKey(o gjson.Result, key string) (gjson.Result, error) {
+	var found gjson.Result
+	var dup bool
+	o.ForEach(func(k, v gjson.Result) bool {
+		if k.Str == key {
+			if found.Exists() {
+				dup = true
+				return false
+			}
+			found = v
+		}
+		return true
+	})
+	if dup {
+		return gjson.Result{}, fmt.Errorf("key %q appears twice", key)
+	}
+	return found, nil
 }
 
 // snapshotLimit bounds one full-redacted payload log record.
@@ -87,10 +139,10 @@ func redactValue(v any, secret string, depth int) any {
 		m := make(map[string]any, len(x))
 		for k, val := range x {
 			if sensitiveKey(k) {
-				m[k] = redacted
+				m[redactText(k, secret)] = redacted
 				continue
 			}
-			m[k] = redactValue(val, secret, depth+1)
+			m[redactText(k, secret)] = redactValue(val, secret, depth+1)
 		}
 		return m
 	case []any:

@@ -156,8 +156,15 @@ func TestToolNames(t *testing.T) {
 		{`{"tools":[{"name":"exec","input_schema":{}},{"name":"wait"}]}`, []string{"exec", "wait"}, false},
 		{`{"tools":[{"type":"custom","custom":{"name":"grammar"}}]}`, []string{"grammar"}, false},
 		{`{"tools":[{"type":"web_search"}]}`, []string{""}, false},
-		// Duplicate keys: the last wins, as in the servers' decoders.
-		{`{"tools":[{"name":"exec"}],"tools":[{"name":"evil"}]}`, []string{"evil"}, false},
+		// Parsers disagree on duplicated keys, so they are refused.
+		{`{"tools":[{"name":"exec"}],"tools":[{"name":"evil"}]}`, nil, true},
+		{`{"tools":[{"function":{"name":"exec","name":"evil"}}]}`, nil, true},
+		{`{"tools":[{"function":{"name":"exec"},"function":{"name":"evil"}}]}`, nil, true},
+		{`{"messages":[{"a":1,"a":2}],"tools":[]}`, []string{}, false},
+		{`{"tools":null}`, []string{}, false},
+		{`{"tools":[{"name":5}]}`, []string{""}, false},
+		{`{"tools":[{"function":"exec"}]}`, nil, true},
+		{`{"tools":[]} trailing`, nil, true},
 		{`{"tools":[{"name":"\u0065xec"}]}`, []string{"exec"}, false},
 		{`{"tools":{"name":"exec"}}`, nil, true},
 		{`{"tools":[1]}`, nil, true},

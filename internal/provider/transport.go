@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tidwall/gjson"
 )
 
 // Both SDKs define Middleware as an alias of this function type, so one method serves both.
@@ -61,21 +63,29 @@ func (c *call) start(parent context.Context) (context.Context, func()) {
 }
 
 func (c *call) middleware(req *http.Request, next middlewareNext) (*http.Response, error) {
-	body, err := requestBody(req)
-	if err != nil {
-		return nil, c.refuse(fmt.Errorf("cannot read the request body to check it: %w", err))
-	}
-	names, err := toolNames(body)
-	if err != nil {
-		return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
-	}
 	c.mu.Lock()
 	attempt := c.attempts + 1
 	c.mu.Unlock()
-	c.logPayload(attempt, names, body)
-	if c.s.CheckPayload != nil {
-		if err := c.s.CheckPayload(names); err != nil {
-			return nil, c.refuse(err)
+	// The body is only read when something needs it: the A10 check or payload logging. Only
+	// the check fails closed; logging alone never stops a request.
+	if c.s.CheckPayload != nil || c.s.Debug.Payload != "" {
+		body, err := requestBody(req)
+		var names []string
+		if err == nil {
+			names, err = toolNames(body)
+		}
+		switch {
+		case err != nil && c.s.CheckPayload != nil:
+			return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
+		case err != nil:
+			c.s.Logger.Warn("model payload: cannot read the tool list", "provider", c.provider, "error", err.Error())
+		default:
+			c.logPayload(attempt, names, body)
+		}
+		if c.s.CheckPayload != nil {
+			if err := c.s.CheckPayload(names); err != nil {
+				return nil, c.refuse(err)
+			}
 		}
 	}
 	c.mu.Lock()
@@ -160,7 +170,11 @@ func (c *call) logAttempt(req *http.Request, attempt int, res *http.Response, be
 		}
 		log.Info("model http attempt", attrs...)
 	}
-	if attempt <= c.s.MaxRetries && (err != nil || retryableStatus(status)) && req.Context().Err() == nil {
+	retry := err != nil || retryableStatus(status)
+	if res != nil && res.Header.Get("X-Should-Retry") != "" {
+		retry = res.Header.Get("X-Should-Retry") == "true"
+	}
+	if attempt <= c.s.MaxRetries && retry && req.Context().Err() == nil {
 		log.Warn("model request failed; the SDK retries it", "provider", c.provider, "attempt", attempt, "status", status)
 	}
 }
@@ -186,9 +200,10 @@ type boundedBody struct {
 
 func (b *boundedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
-		// One more byte would exceed the limit; find out whether there is one.
+		// The limit is reached: one more byte means the body is too large.
 		var one [1]byte
-		if n, _ := b.rc.Read(one[:]); n > 0 {
+		n, err := b.rc.Read(one[:])
+		if n > 0 {
 			b.c.mu.Lock()
 			b.c.tooLarge = true
 			b.c.mu.Unlock()
@@ -199,8 +214,9 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 			}
 			return 0, errTooLarge
 		}
+		return 0, err
 	}
-	if int64(len(p)) > b.left && b.left > 0 {
+	if int64(len(p)) > b.left {
 		p = p[:b.left]
 	}
 	n, err := b.rc.Read(p)
@@ -301,6 +317,9 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 	case c.payloadErr != nil:
 		e.Kind, e.Err, e.Status, e.RequestID = KindPayloadRejected, c.payloadErr, 0, ""
 		e.hint = "nothing was sent"
+		if c.attempts > 0 {
+			e.hint = "the request was not sent again"
+		}
 		return e
 	case parent.Err() != nil:
 		e.Err = parent.Err()
@@ -356,6 +375,13 @@ func (c *call) fail(parent context.Context, err error, api func(error) (apiError
 func (c *call) protocol(detail string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// Some proxies answer errors with status 200 and an error object; say what it says.
+	for _, path := range []string{"error.message", "error"} {
+		if m := gjson.GetBytes(c.head, path); m.Type == gjson.String && m.Str != "" {
+			detail += "; the server says: " + m.Str
+			break
+		}
+	}
 	e := &Error{Provider: c.provider, Kind: KindProtocol, Attempts: c.attempts, Status: c.status, Message: clean(detail, 300)}
 	if c.header != nil {
 		e.RequestID = clean(requestID(c.header), 100)

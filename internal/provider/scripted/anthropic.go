@@ -39,59 +39,59 @@ type antBody struct {
 func parseAnthropic(body []byte, req *Request) error {
 	var b antBody
 	if err := json.NewDecoder(bytes.NewReader(body)).Decode(&b); err != nil {
-		return fmt.Errorf("invalid JSON body: %v", err)
+		return reject("invalid JSON body: %v", err)
 	}
 	if b.Model == nil || *b.Model == "" {
-		return fmt.Errorf("model: Field required")
+		return reject("model: Field required")
 	}
 	if b.MaxTokens == nil {
-		return fmt.Errorf("max_tokens: Field required")
+		return reject("max_tokens: Field required")
 	}
 	if *b.MaxTokens < 1 {
-		return fmt.Errorf("max_tokens: must be greater than or equal to 1")
+		return reject("max_tokens: must be greater than or equal to 1")
 	}
 	req.Model, req.MaxTokens, req.Stream = *b.Model, *b.MaxTokens, b.Stream
 	if len(b.System) > 0 && string(b.System) != "null" {
 		blocks, err := antBlocks(b.System)
 		if err != nil {
-			return fmt.Errorf("system: %v", err)
+			return reject("system: %v", err)
 		}
 		for _, bl := range blocks {
 			if bl.Type != "text" || bl.Text == nil {
-				return fmt.Errorf("system: only text blocks are allowed")
+				return reject("system: only text blocks are allowed")
 			}
 			req.System += *bl.Text
 		}
 	}
 	for i, t := range b.Tools {
 		if t.Type != "" && t.Type != "custom" {
-			return fmt.Errorf("tools.%d: only custom tools are scripted (type %q)", i, t.Type)
+			return reject("tools.%d: only custom tools are scripted (type %q)", i, t.Type)
 		}
 		if !toolNameRE.MatchString(t.Name) {
-			return fmt.Errorf("tools.%d.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+			return reject("tools.%d.name: String should match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
 		}
 		var schema struct {
 			Type string `json:"type"`
 		}
 		if len(t.InputSchema) == 0 || json.Unmarshal(t.InputSchema, &schema) != nil || schema.Type != "object" {
-			return fmt.Errorf("tools.%d.input_schema: an object schema with \"type\": \"object\" is required", i)
+			return reject("tools.%d.input_schema: an object schema with \"type\": \"object\" is required", i)
 		}
 		req.Tools = append(req.Tools, Tool{Name: t.Name, Description: t.Description, Schema: t.InputSchema})
 	}
 	if len(b.Messages) == 0 {
-		return fmt.Errorf("messages: at least one message is required")
+		return reject("messages: at least one message is required")
 	}
 	if b.Messages[0].Role != "user" {
-		return fmt.Errorf("messages: first message must use the \"user\" role")
+		return reject("messages: first message must use the \"user\" role")
 	}
 	var pending []string // tool_use ids of the previous assistant message
 	for i, m := range b.Messages {
 		blocks, err := antBlocks(m.Content)
 		if err != nil {
-			return fmt.Errorf("messages.%d.content: %v", i, err)
+			return reject("messages.%d.content: %v", i, err)
 		}
 		if len(blocks) == 0 {
-			return fmt.Errorf("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
+			return reject("messages.%d: all messages must have non-empty content except for the optional final assistant message", i)
 		}
 		switch m.Role {
 		case "user":
@@ -101,58 +101,58 @@ func parseAnthropic(body []byte, req *Request) error {
 				switch bl.Type {
 				case "text":
 					if bl.Text == nil || *bl.Text == "" {
-						return fmt.Errorf("messages.%d.content.%d: text content blocks must be non-empty", i, j)
+						return reject("messages.%d.content.%d: text content blocks must be non-empty", i, j)
 					}
 					msg.Text += *bl.Text
 				case "tool_result":
 					if !contains(pending, bl.ToolUseID) {
-						return fmt.Errorf("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, bl.ToolUseID)
+						return reject("messages.%d.content.%d: unexpected `tool_use_id` found in `tool_result` blocks: %s. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.", i, j, bl.ToolUseID)
 					}
 					text, err := antResultText(bl.Content)
 					if err != nil {
-						return fmt.Errorf("messages.%d.content.%d.content: %v", i, j, err)
+						return reject("messages.%d.content.%d.content: %v", i, j, err)
 					}
 					answered[bl.ToolUseID] = true
 					msg.Role = "tool"
 					msg.Results = append(msg.Results, ToolResult{CallID: bl.ToolUseID, Content: text, IsError: bl.IsError != nil && *bl.IsError})
 				default:
-					return fmt.Errorf("messages.%d.content.%d: only text and tool_result blocks are scripted in user messages (got %q)", i, j, bl.Type)
+					return reject("messages.%d.content.%d: only text and tool_result blocks are scripted in user messages (got %q)", i, j, bl.Type)
 				}
 			}
 			if missing := missingResults(pending, answered); len(missing) > 0 {
-				return fmt.Errorf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
+				return reject("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s. Each `tool_use` block must have a corresponding `tool_result` block in the next message.", i, strings.Join(missing, ", "))
 			}
 			pending = nil
 			req.Messages = append(req.Messages, msg)
 		case "assistant":
 			if len(pending) > 0 {
-				return fmt.Errorf("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, strings.Join(pending, ", "))
+				return reject("messages.%d: `tool_use` ids were found without `tool_result` blocks immediately after: %s", i, strings.Join(pending, ", "))
 			}
 			msg := Message{Role: "assistant"}
 			for j, bl := range blocks {
 				switch bl.Type {
 				case "text":
 					if bl.Text == nil || *bl.Text == "" {
-						return fmt.Errorf("messages.%d.content.%d: text content blocks must be non-empty", i, j)
+						return reject("messages.%d.content.%d: text content blocks must be non-empty", i, j)
 					}
 					msg.Text += *bl.Text
 				case "tool_use":
 					if bl.ID == "" || !toolNameRE.MatchString(bl.Name) || !isObject(bl.Input) {
-						return fmt.Errorf("messages.%d.content.%d: tool_use needs an id, a name and an object input", i, j)
+						return reject("messages.%d.content.%d: tool_use needs an id, a name and an object input", i, j)
 					}
 					pending = append(pending, bl.ID)
 					msg.ToolCalls = append(msg.ToolCalls, ToolCall{ID: bl.ID, Name: bl.Name, Arguments: string(bl.Input)})
 				default:
-					return fmt.Errorf("messages.%d.content.%d: only text and tool_use blocks are scripted in assistant messages (got %q)", i, j, bl.Type)
+					return reject("messages.%d.content.%d: only text and tool_use blocks are scripted in assistant messages (got %q)", i, j, bl.Type)
 				}
 			}
 			req.Messages = append(req.Messages, msg)
 		default:
-			return fmt.Errorf("messages.%d.role: Input should be 'user' or 'assistant'", i)
+			return reject("messages.%d.role: Input should be 'user' or 'assistant'", i)
 		}
 	}
 	if len(pending) > 0 {
-		return fmt.Errorf("the last assistant message has `tool_use` blocks without results: %s", strings.Join(pending, ", "))
+		return reject("the last assistant message has `tool_use` blocks without results: %s", strings.Join(pending, ", "))
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func antBlocks(raw json.RawMessage) ([]antBlock, error) {
 	}
 	var blocks []antBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, fmt.Errorf("expected a string or an array of content blocks")
+		return nil, reject("expected a string or an array of content blocks")
 	}
 	return blocks, nil
 }
@@ -184,10 +184,10 @@ func antResultText(raw json.RawMessage) (string, error) {
 	var b strings.Builder
 	for _, bl := range blocks {
 		if bl.Type != "text" || bl.Text == nil {
-			return "", fmt.Errorf("only text blocks are scripted in tool results")
+			return "", reject("only text blocks are scripted in tool results")
 		}
 		if *bl.Text == "" {
-			return "", fmt.Errorf("text content blocks must be non-empty")
+			return "", reject("text content blocks must be non-empty")
 		}
 		b.WriteString(*bl.Text)
 	}
@@ -273,7 +273,11 @@ func anthropicStream(st *streamer, req *Request, rep Reply) {
 	}
 	switch {
 	case rep.StreamError != "":
-		st.event("error", map[string]any{"type": "error", "error": map[string]any{"type": "overloaded_error", "message": rep.StreamError}})
+		typ := rep.ErrorType
+		if typ == "" {
+			typ = "overloaded_error"
+		}
+		st.event("error", map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": rep.StreamError}})
 		return
 	case rep.Truncate:
 		st.start()

@@ -47,59 +47,59 @@ func parseOpenAI(body []byte, req *Request) error {
 	var b oaiBody
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&b); err != nil {
-		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
+		return reject("We could not parse the JSON body of your request: %v", err)
 	}
 	if b.Model == nil || *b.Model == "" {
-		return fmt.Errorf("you must provide a model parameter")
+		return reject("you must provide a model parameter")
 	}
 	req.Model, req.Stream = *b.Model, b.Stream
 	if len(b.StreamOptions) > 0 && string(b.StreamOptions) != "null" {
 		if !b.Stream {
-			return fmt.Errorf("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+			return reject("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
 		}
 		var so struct {
 			IncludeUsage bool `json:"include_usage"`
 		}
 		if err := json.Unmarshal(b.StreamOptions, &so); err != nil {
-			return fmt.Errorf("Invalid 'stream_options': %v", err)
+			return reject("Invalid 'stream_options': %v", err)
 		}
 		req.includeUsage = so.IncludeUsage
 	}
 	if b.MaxTokens != nil && b.MaxCompletionTokens != nil {
-		return fmt.Errorf("max_tokens and max_completion_tokens cannot both be set")
+		return reject("max_tokens and max_completion_tokens cannot both be set")
 	}
 	for _, v := range []*int{b.MaxTokens, b.MaxCompletionTokens} {
 		if v != nil {
 			if *v < 1 {
-				return fmt.Errorf("max_completion_tokens must be at least 1")
+				return reject("max_completion_tokens must be at least 1")
 			}
 			req.MaxTokens = *v
 		}
 	}
 	for i, t := range b.Tools {
 		if t.Type != "function" || t.Function == nil {
-			return fmt.Errorf("tools[%d]: only function tools are scripted (type %q)", i, t.Type)
+			return reject("tools[%d]: only function tools are scripted (type %q)", i, t.Type)
 		}
 		if !toolNameRE.MatchString(t.Function.Name) {
-			return fmt.Errorf("Invalid 'tools[%d].function.name': string does not match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
+			return reject("Invalid 'tools[%d].function.name': string does not match pattern '^[a-zA-Z0-9_-]{1,64}$'", i)
 		}
 		if len(t.Function.Parameters) > 0 && !isObject(t.Function.Parameters) {
-			return fmt.Errorf("Invalid 'tools[%d].function.parameters': expected an object", i)
+			return reject("Invalid 'tools[%d].function.parameters': expected an object", i)
 		}
 		req.Tools = append(req.Tools, Tool{Name: t.Function.Name, Description: t.Function.Description, Schema: t.Function.Parameters})
 	}
 	if len(b.Messages) == 0 {
-		return fmt.Errorf("'messages' must contain at least one message")
+		return reject("'messages' must contain at least one message")
 	}
 	pending := map[string]bool{} // calls of the last assistant message not answered yet
 	var order []string
 	for i, m := range b.Messages {
 		if m.Role != "tool" && len(pending) > 0 {
-			return fmt.Errorf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(unanswered(order, pending), ", "))
+			return reject("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(unanswered(order, pending), ", "))
 		}
 		text, err := oaiText(m.Content)
 		if err != nil {
-			return fmt.Errorf("messages[%d].content: %v", i, err)
+			return reject("messages[%d].content: %v", i, err)
 		}
 		switch m.Role {
 		case "system", "developer":
@@ -111,13 +111,13 @@ func parseOpenAI(body []byte, req *Request) error {
 			req.Messages = append(req.Messages, Message{Role: "user", Text: text})
 		case "assistant":
 			if m.Content == nil && len(m.ToolCalls) == 0 {
-				return fmt.Errorf("messages[%d]: an assistant message needs content or tool_calls", i)
+				return reject("messages[%d]: an assistant message needs content or tool_calls", i)
 			}
 			msg := Message{Role: "assistant", Text: text}
 			order = order[:0]
 			for j, tc := range m.ToolCalls {
 				if tc.ID == "" || tc.Type != "function" || tc.Function.Name == "" || tc.Function.Arguments == nil {
-					return fmt.Errorf("messages[%d].tool_calls[%d]: id, type \"function\", function.name and function.arguments are required", i, j)
+					return reject("messages[%d].tool_calls[%d]: id, type \"function\", function.name and function.arguments are required", i, j)
 				}
 				pending[tc.ID] = true
 				order = append(order, tc.ID)
@@ -130,7 +130,7 @@ func parseOpenAI(body []byte, req *Request) error {
 				if m.ToolCallID != nil {
 					id = *m.ToolCallID
 				}
-				return fmt.Errorf("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[%d], tool_call_id %q).", i, id)
+				return reject("Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls' (messages[%d], tool_call_id %q).", i, id)
 			}
 			delete(pending, *m.ToolCallID)
 			res := ToolResult{CallID: *m.ToolCallID, Content: text}
@@ -140,11 +140,11 @@ func parseOpenAI(body []byte, req *Request) error {
 				req.Messages = append(req.Messages, Message{Role: "tool", Results: []ToolResult{res}})
 			}
 		default:
-			return fmt.Errorf("Invalid value for 'messages[%d].role': %q", i, m.Role)
+			return reject("Invalid value for 'messages[%d].role': %q", i, m.Role)
 		}
 	}
 	if len(pending) > 0 {
-		return fmt.Errorf("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(unanswered(order, pending), ", "))
+		return reject("An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: %s", strings.Join(unanswered(order, pending), ", "))
 	}
 	return nil
 }
@@ -173,12 +173,12 @@ func oaiText(raw json.RawMessage) (string, error) {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", fmt.Errorf("expected a string or an array of content parts")
+		return "", reject("expected a string or an array of content parts")
 	}
 	var b strings.Builder
 	for _, p := range parts {
 		if p.Type != "text" {
-			return "", fmt.Errorf("only text parts are scripted (got %q)", p.Type)
+			return "", reject("only text parts are scripted (got %q)", p.Type)
 		}
 		b.WriteString(p.Text)
 	}
@@ -254,7 +254,11 @@ func openaiStream(st *streamer, req *Request, rep Reply) {
 	}
 	switch {
 	case rep.StreamError != "":
-		st.event("", map[string]any{"error": map[string]any{"message": rep.StreamError, "type": "server_error", "param": nil, "code": nil}})
+		typ := rep.ErrorType
+		if typ == "" {
+			typ = "server_error"
+		}
+		st.event("", map[string]any{"error": map[string]any{"message": rep.StreamError, "type": typ, "param": nil, "code": nil}})
 		return
 	case rep.Truncate:
 		st.start()

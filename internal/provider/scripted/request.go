@@ -2,6 +2,7 @@ package scripted
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 )
 
@@ -87,3 +88,11 @@ func (r *Request) Result(id string) (ToolResult, bool) {
 	}
 	return ToolResult{}, false
 }
+
+// rejection is a request the real API would refuse, worded as the API words it (capitals and
+// full stops included: it is the provider's message, not a Go error string).
+type rejection string
+
+func (r rejection) Error() string { return string(r) }
+
+func reject(format string, args ...any) error { return rejection(fmt.Sprintf(format, args...)) }

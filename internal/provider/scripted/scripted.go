@@ -45,8 +45,8 @@ type Turn func(*Request) Reply
 
 // Options configure a Server.
 type Options struct {
-	// APIKey, when set, must arrive as the provider sends it (Authorization: Bearer for OpenAI,
-	// x-api-key for Anthropic); anything else gets the provider's 401.
+	// APIKey, when set, must arrive as the provider takes it (Authorization: Bearer; for
+	// Anthropic also x-api-key); anything else gets the provider's 401.
 	APIKey string
 	// Repeat answers every request after the script is used up (a hammer test's endless
 	// model). Without it such a request is a test failure.
@@ -104,7 +104,8 @@ func (s *Server) Add(turns ...Turn) {
 	s.mu.Unlock()
 }
 
-// Requests returns every request received so far that reached a model endpoint, in order.
+// Requests returns every request to a model endpoint that passed authentication, in order,
+// those the server rejected as invalid included.
 func (s *Server) Requests() []*Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -214,7 +215,9 @@ func (s *Server) authenticate(provider string, r *http.Request) (int, string, st
 		}
 		return 0, "", ""
 	}
-	if r.Header.Get("X-Api-Key") != s.opts.APIKey {
+	// The Messages API takes the key as x-api-key or as a bearer token (anthropic-sdk-go v2
+	// sends the latter).
+	if r.Header.Get("X-Api-Key") != s.opts.APIKey && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
 		return http.StatusUnauthorized, "authentication_error", "invalid x-api-key"
 	}
 	return 0, "", ""
