@@ -39,6 +39,45 @@ func BenchmarkCatalog1000Parallel100(b *testing.B) {
 	benchExec(b, syntheticTools(1000), `await Promise.all(ALL_TOOLS.slice(0, 100).map(t => tools.callValue(t.id, {id: "x"}))); return 1`)
 }
 
+// Suspend/resume at 1,001 tools (issue 15): exec → waiting, and wait → completed after the
+// pending work settled, with hot VMs (the default) and with snapshots only.
+func BenchmarkCatalog1000ExecWaiting(b *testing.B)       { benchSuspend(b, false, false) }
+func BenchmarkCatalog1000ExecWaitingCold(b *testing.B)   { benchSuspend(b, true, false) }
+func BenchmarkCatalog1000WaitCompleted(b *testing.B)     { benchSuspend(b, false, true) }
+func BenchmarkCatalog1000WaitCompletedCold(b *testing.B) { benchSuspend(b, true, true) }
+
+func benchSuspend(b *testing.B, cold, measureWait bool) {
+	rt := newRuntime(b, testConfig(b), func(o *Options) {
+		if cold {
+			o.HotRuns = -1
+		}
+	})
+	s := rt.Activate(api.RunContext{SessionKey: "bench"}, syntheticTools(1001))
+	in, _ := json.Marshal(map[string]string{"code": `const state = {items: Array.from({length: 100}, (_, i) => ({i}))}; await yield_control(); return state.items.length`})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if measureWait {
+			b.StopTimer()
+		}
+		r := execRaw(s, "b", in)
+		if r.Status != api.StatusWaiting {
+			b.Fatalf("%+v", r)
+		}
+		w, _ := json.Marshal(map[string]string{"runId": r.RunID})
+		if measureWait {
+			b.StartTimer()
+		} else {
+			b.StopTimer()
+		}
+		if r := waitRaw(s, "w", w); r.Status != api.StatusCompleted {
+			b.Fatalf("%+v", r)
+		}
+		if !measureWait {
+			b.StartTimer()
+		}
+	}
+}
+
 // BenchmarkActivate1000 is Activate for a 1,000-tool set already seen (fingerprint + cache hit).
 func BenchmarkActivate1000(b *testing.B) {
 	rt := newRuntime(b, testConfig(b))

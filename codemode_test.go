@@ -35,6 +35,9 @@ func testConfig(t testing.TB, mutate ...func(*config.Config)) *config.Config {
 func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runtime {
 	t.Helper()
 	o := ConfigOptions(cfg)
+	if coldMode {
+		o.HotRuns = -1
+	}
 	for _, f := range opts {
 		f(&o)
 	}

@@ -69,6 +69,16 @@ func BenchmarkParallelCalls(b *testing.B) {
 // BenchmarkSuspend is exec → waiting: the cell runs, yields, and the VM is snapshotted.
 func BenchmarkSuspend(b *testing.B) {
 	eng, tmpl := testEngine(b)
+	benchSuspend(b, eng, tmpl)
+}
+
+// BenchmarkSuspendHot is exec → waiting with the VM kept alive (issue 15): no snapshot.
+func BenchmarkSuspendHot(b *testing.B) {
+	_, tmpl := testEngine(b)
+	benchSuspend(b, testHotEngine(b), tmpl)
+}
+
+func benchSuspend(b *testing.B, eng *Engine, tmpl *Template) {
 	prog, _ := source.Prepare(`const state = {items: Array.from({length: 100}, (_, i) => ({i}))}; await yield_control(); return state.items.length`, source.JavaScript)
 	host := &fakeHost{}
 	b.ReportAllocs()
@@ -87,6 +97,16 @@ func BenchmarkSuspend(b *testing.B) {
 // BenchmarkResume is wait → completed after the pending work settled: restore, deliver, finish.
 func BenchmarkResume(b *testing.B) {
 	eng, tmpl := testEngine(b)
+	benchResume(b, eng, tmpl)
+}
+
+// BenchmarkResumeHot is wait → completed on a hot VM: deliver and finish in place.
+func BenchmarkResumeHot(b *testing.B) {
+	_, tmpl := testEngine(b)
+	benchResume(b, testHotEngine(b), tmpl)
+}
+
+func benchResume(b *testing.B, eng *Engine, tmpl *Template) {
 	prog, _ := source.Prepare(`const state = {items: Array.from({length: 100}, (_, i) => ({i}))}; await yield_control(); return state.items.length`, source.JavaScript)
 	host := &fakeHost{}
 	b.ReportAllocs()

@@ -38,7 +38,16 @@ type Engine struct {
 	fns  preludeFns
 	// snapKey ties snapshots to this module build and prelude.
 	snapKey [32]byte
+	// hot keeps suspended runs' VMs alive (nil: every suspension snapshots and closes its VM).
+	hot *HotCache
 }
+
+// SetHotCache makes suspended runs keep their VMs alive within h's bounds (nil turns it off).
+// Call it before the engine runs anything.
+func (e *Engine) SetHotCache(h *HotCache) { e.hot = h }
+
+// HotCache returns the engine's hot cache (nil when off).
+func (e *Engine) HotCache() *HotCache { return e.hot }
 
 // preludeFns are the prelude's internal functions, kept alive in the template's heap; their
 // values stay valid in every VM restored from it (and from any snapshot of those).

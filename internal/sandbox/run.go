@@ -143,6 +143,13 @@ type Run struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
+	// vmMu guards vm, hotEntry, snapshot and snapshotErr: the driver (exec, wait) holds it while
+	// it runs the VM, the hot cache takes it to evict.
+	vmMu        sync.Mutex
+	vm          *quickjs.VM // a hot suspended run's live VM (nil: restore from snapshot)
+	hotEntry    *hotEntry
+	snapshotErr error // the hot VM could not be captured on eviction
+
 	mu         sync.Mutex // guards ready, readyBytes, running, awaiting and closed, shared with call goroutines
 	ready      []completion
 	readyBytes int
@@ -167,7 +174,7 @@ type Run struct {
 	// still unhandled when the cell completes are reported in its output.
 	unhandled        []rejection
 	unhandledDropped int
-	snapshot         []byte // compressed VM image while suspended
+	snapshot         []byte // compressed VM image while suspended (guarded by vmMu)
 	maxSnapshot      int
 	yieldAsked       bool
 	yielded          *call // the yield_control call to resolve on resume
@@ -204,12 +211,14 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
 		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: lim.RestartSafe,
 	}
+	r.vmMu.Lock()
+	defer r.vmMu.Unlock()
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
-		r.Close()
+		r.end()
 		return r, r.fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
-	defer vm.Close()
+	defer r.release(vm)
 	stop := r.arm(vm, lim.Timeout)
 	defer stop()
 	if len(cell.Namespaces) > 0 {
@@ -633,17 +642,35 @@ func (r *Run) takeOutput() []api.Output {
 	return o
 }
 
-// end cancels everything still pending: the run reached a terminal state.
+// release closes the VM that drove the run unless the run kept it hot. The caller holds r.vmMu.
+func (r *Run) release(vm *quickjs.VM) {
+	if r.vm != vm {
+		vm.Close()
+	}
+}
+
+// end cancels everything still pending: the run reached a terminal state. The driver calls it
+// holding r.vmMu; the VM it drove is closed by release.
 func (r *Run) end() {
 	if r.ended {
 		return
 	}
 	r.ended = true
-	r.Close()
+	r.closeCalls()
+	r.snapshot = nil
 }
 
-// Close cancels pending calls and releases the run's state. Safe to call more than once.
+// Close cancels pending calls and releases the run's state, hot VM and snapshot included. Safe to
+// call more than once; not while an exec or wait drives the run.
 func (r *Run) Close() {
+	r.closeCalls()
+	r.vmMu.Lock()
+	r.dropVMLocked()
+	r.snapshot = nil
+	r.vmMu.Unlock()
+}
+
+func (r *Run) closeCalls() {
 	r.mu.Lock()
 	if !r.closed {
 		r.closed = true
@@ -655,7 +682,6 @@ func (r *Run) Close() {
 	}
 	r.mu.Unlock()
 	r.cancel()
-	r.snapshot = nil
 }
 
 // WaitIdle blocks until every goroutine the run started has returned (tests, shutdown).

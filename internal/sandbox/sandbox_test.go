@@ -105,9 +105,33 @@ func (h *fakeHost) PendingLabel(op string, p []byte) string {
 	return in.ID
 }
 
+// hotMode makes runCell use an engine whose suspended runs keep their VMs alive (set only by
+// TestHotMode, which runs the suspend/resume tests again that way).
+var hotMode bool
+
+var (
+	hotOnce   sync.Once
+	hotEngine *Engine
+)
+
+func testHotEngine(tb testing.TB) *Engine {
+	eng, _ := testEngine(tb)
+	hotOnce.Do(func() {
+		var err error
+		if hotEngine, err = NewEngine(context.Background(), eng.mod); err != nil {
+			tb.Fatal(err)
+		}
+		hotEngine.SetHotCache(NewHotCache(64, 1<<30))
+	})
+	return hotEngine
+}
+
 func runCell(tb testing.TB, host Host, code string, lim Limits) (*Run, Outcome) {
 	tb.Helper()
 	eng, tmpl := testEngine(tb)
+	if hotMode {
+		eng = testHotEngine(tb)
+	}
 	prog, err := source.Prepare(code, source.JavaScript)
 	if err != nil {
 		tb.Fatalf("prepare %q: %v", code, err)
@@ -510,7 +534,11 @@ func TestSuspendOnSlowCall(t *testing.T) { // X8, W1: pending calls keep running
 	if o.Status != StatusWaiting || o.Reason != ReasonPendingTools || len(o.PendingToolCalls) != 1 || o.PendingToolCalls[0].Tool != "slow" {
 		t.Fatalf("%+v", o)
 	}
-	if r.SnapshotBytes() == 0 || r.SnapshotBytes() > 300<<10 {
+	if hotMode {
+		if !r.Hot() || r.SnapshotBytes() != 0 {
+			t.Fatalf("hot: %v, snapshot %d bytes", r.Hot(), r.SnapshotBytes())
+		}
+	} else if r.SnapshotBytes() == 0 || r.SnapshotBytes() > 300<<10 {
 		t.Fatalf("snapshot is %d bytes", r.SnapshotBytes())
 	}
 	// Nothing settled: a wait returns waiting again after its timeout, without restoring.

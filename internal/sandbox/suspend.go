@@ -17,6 +17,9 @@ var ErrNotSuspended = errors.New("sandbox: run is not suspended")
 
 // suspend captures the idle VM (W1): the guest is waiting on promises only the host can settle.
 func (r *Run) suspend(vm *quickjs.VM, reason string) Outcome {
+	if r.keepHot(vm) {
+		return r.waiting(reason)
+	}
 	img, err := vm.CaptureView()
 	if err != nil {
 		return r.fail(api.CodeInternal, "cannot snapshot the VM: "+err.Error())
@@ -35,9 +38,12 @@ func (r *Run) waiting(reason string) Outcome {
 		PendingApprovals: r.PendingApprovals(), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
 }
 
-// SnapshotBytes is what the suspended run holds: the compressed snapshot plus the body's value
-// when the body already returned (0 when not suspended).
+// SnapshotBytes is what the suspended run holds in the run store: the compressed snapshot plus
+// the body's value when the body already returned (0 when not suspended, or hot: a hot VM's
+// memory is the hot cache's to account).
 func (r *Run) SnapshotBytes() int {
+	r.vmMu.Lock()
+	defer r.vmMu.Unlock()
 	if r.snapshot == nil {
 		return 0
 	}
@@ -63,6 +69,13 @@ func (r *Run) PendingInfo() []api.PendingToolCall {
 // callID names the run's n-th call: "<exec call id>/<n>".
 func (r *Run) callID(n int64) string { return r.idPrefix + "/" + strconv.FormatInt(n, 10) }
 
+// suspended reports whether the run holds a suspended VM: hot, or as a snapshot.
+func (r *Run) suspended() bool {
+	r.vmMu.Lock()
+	defer r.vmMu.Unlock()
+	return r.vm != nil || r.snapshot != nil || r.snapshotErr != nil
+}
+
 // Ready reports whether resuming would make progress without waiting: a call settled, or the
 // run was suspended by yield_control.
 func (r *Run) Ready() bool {
@@ -78,7 +91,7 @@ func (r *Run) Ready() bool {
 // timeout passes — no busy polling — then restores the image into a fresh VM, delivers results
 // and drives the cell on.
 func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
-	if r.snapshot == nil || r.ended {
+	if r.ended || !r.suspended() {
 		return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Code: api.CodeInvalidInput, Error: ErrNotSuspended.Error()}}
 	}
 	deadline := time.Now().Add(lim.Timeout)
@@ -97,18 +110,29 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 			}
 		}
 	}
-	img, err := DecodeSnapshot(r.eng.snapKey, r.tmpl, r.snapshot)
-	r.snapshot = nil
-	if err != nil {
-		return r.fail(api.CodeInternal, "cannot restore the suspended VM: "+err.Error())
-	}
+	r.vmMu.Lock()
+	defer r.vmMu.Unlock()
 	r.maxSnapshot = int(lim.MaxSnapshotBytes)
-	vm, err := r.eng.newVM(ctx, img, lim.MemoryLimit)
-	img = nil
-	if err != nil {
-		return r.fail(api.CodeRuntimeUnavailable, "cannot restore the suspended VM: "+err.Error())
+	vm := r.vm
+	if vm != nil {
+		// Hot: continue in place. Any snapshot taken meanwhile is stale once the VM runs.
+		r.eng.hot.take(r.hotEntry)
+		r.vm, r.hotEntry, r.snapshot = nil, nil, nil
+	} else {
+		if r.snapshotErr != nil {
+			return r.fail(api.CodeInternal, "cannot restore the suspended VM: "+r.snapshotErr.Error())
+		}
+		img, err := DecodeSnapshot(r.eng.snapKey, r.tmpl, r.snapshot)
+		r.snapshot = nil
+		if err != nil {
+			return r.fail(api.CodeInternal, "cannot restore the suspended VM: "+err.Error())
+		}
+		vm, err = r.eng.newVM(ctx, img, lim.MemoryLimit)
+		if err != nil {
+			return r.fail(api.CodeRuntimeUnavailable, "cannot restore the suspended VM: "+err.Error())
+		}
 	}
-	defer vm.Close()
+	defer r.release(vm)
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
 	// The body's value, if it already settled, is part of the result this wait may return.
