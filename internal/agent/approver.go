@@ -44,6 +44,11 @@ func PolicyApprover(mode string) (api.Approver, error) {
 // reads y(es), n(o) or a(lways, for this tool in this run) from in. Questions are asked one at a
 // time; a closed input rejects.
 type Terminal struct {
+	// Echo writes each answer read after its question, for input that is not a terminal (a
+	// pipe or a file does not echo what it supplies, and the next line would continue the
+	// question's).
+	Echo bool
+
 	mu     sync.Mutex
 	in     io.Reader
 	lines  chan string // one reader goroutine feeds it; closed at end of input
@@ -93,7 +98,11 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 		return api.Decision{}, ctx.Err()
 	}
 	if !open {
+		fmt.Fprintln(t.out, "(no answer: input closed)")
 		return api.Decision{By: "terminal", Reason: "no answer (input closed)"}, nil
+	}
+	if t.Echo {
+		fmt.Fprintln(t.out, clip(line, 80))
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":
