@@ -130,19 +130,23 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}()
 		sinks = append(sinks, w)
 	}
-	// Runs before the transcript closes and after the gateway has cancelled everything: the
-	// client tool programs of cancelled calls are gone, and their calls' records are written.
-	defer func() {
-		if !procs.wait(clientToolWaitDelay + time.Second) {
-			fmt.Fprintln(stderr, "codemode agent: some client tool programs did not exit")
-		}
-	}()
 	var printer *agent.Printer
 	if !*quiet {
 		printer = agent.NewPrinter(stderr)
 		sinks = append(sinks, printer)
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...), Approver: approver})
+	// Runs before the transcript closes and after the gateway has cancelled everything: the
+	// client tool programs of cancelled calls are gone, and their calls' records are written.
+	defer func() {
+		if !procs.wait(clientToolWaitDelay+time.Second, len(sinks) > 0) {
+			fmt.Fprintln(stderr, "codemode agent: some client tool programs did not exit")
+		}
+	}()
+	var traj api.Trajectory
+	if len(sinks) > 0 {
+		traj = procs.trajectory(trajectory.Multi(sinks...))
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed

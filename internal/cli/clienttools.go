@@ -16,6 +16,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
 // Client tools are tools the client of one run brings along (K1: catalogued last, as
@@ -55,11 +56,53 @@ type clientToolDef struct {
 var toolName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]{0,63}$`)
 
 // clientPrograms tracks the programs client tools started, so a run that ends (Ctrl-C, a
-// failure) can wait until the ones it cancelled are gone instead of leaving them behind.
-type clientPrograms struct{ wg sync.WaitGroup }
+// failure) can wait until the ones it cancelled are gone instead of leaving them behind, and
+// until their calls are in the trajectory: the runtime records a nested call just after the
+// tool returns, on the call's own goroutine, which a cancelled run does not wait for.
+type clientPrograms struct {
+	wg sync.WaitGroup
 
-// wait waits for every started program to be reaped, at most d; it reports whether they were.
-func (p *clientPrograms) wait(d time.Duration) bool {
+	mu sync.Mutex
+	// unrecorded counts, by parent exec call and tool id, the client tool calls that started and
+	// whose nested-call record has not reached the trajectory yet.
+	unrecorded map[[2]string]int
+}
+
+func (p *clientPrograms) started(c *api.Call) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unrecorded == nil {
+		p.unrecorded = map[[2]string]int{}
+	}
+	p.unrecorded[[2]string{c.ParentCallID, c.ToolID}]++
+}
+
+// recorded sees a trajectory event: the record of a client tool call settles one started call
+// of the same exec and tool.
+func (p *clientPrograms) recorded(ev api.TrajectoryEvent) {
+	if ev.Kind != api.EventNested {
+		return
+	}
+	k := [2]string{ev.ParentCallID, ev.Tool}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.unrecorded[k] > 0 {
+		if p.unrecorded[k]--; p.unrecorded[k] == 0 {
+			delete(p.unrecorded, k)
+		}
+	}
+}
+
+func (p *clientPrograms) pendingRecords() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.unrecorded)
+}
+
+// wait waits for every started program to be reaped and, when recording, for every client tool
+// call to be in the trajectory, at most d in all; it reports whether the programs were reaped.
+func (p *clientPrograms) wait(d time.Duration, recording bool) bool {
+	deadline := time.Now().Add(d)
 	done := make(chan struct{})
 	go func() {
 		p.wg.Wait()
@@ -67,10 +110,21 @@ func (p *clientPrograms) wait(d time.Duration) bool {
 	}()
 	select {
 	case <-done:
-		return true
 	case <-time.After(d):
 		return false
 	}
+	for recording && p.pendingRecords() > 0 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond)
+	}
+	return true
+}
+
+// trajectory wraps the run's trajectory to see the records of client tool calls.
+func (p *clientPrograms) trajectory(next api.Trajectory) api.Trajectory {
+	return trajectory.Func(func(ev api.TrajectoryEvent) {
+		next.Record(ev)
+		p.recorded(ev)
+	})
 }
 
 // loadClientTools reads a JSON5 file holding an array of client tool definitions. procs (may be
@@ -130,6 +184,11 @@ func commandTool(d clientToolDef, procs *clientPrograms) *api.Tool {
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			cmd.WaitDelay = clientToolWaitDelay
 			killGroupOnCancel(cmd)
+			if c.Update != nil {
+				// A nested call with a trajectory listening (the runtime gives direct calls no
+				// Update): the runtime records it after we return.
+				procs.started(c)
+			}
 			procs.wg.Add(1)
 			err := cmd.Start()
 			if err == nil {

@@ -143,7 +143,7 @@ func TestClientToolCancelKillsGroup(t *testing.T) {
 			if d := time.Since(start); d > 8*time.Second {
 				t.Fatalf("took %s", d)
 			}
-			if !procs.wait(5 * time.Second) {
+			if !procs.wait(5*time.Second, false) {
 				t.Fatal("the program was not reaped")
 			}
 			// The grandchild was killed with its group (it may linger as a zombie of init
