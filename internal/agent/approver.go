@@ -87,7 +87,8 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 		return api.Decision{}, ctx.Err()
 	}
 	input := clip(string(req.Input), 300)
-	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", req.Tool, input, req.Prompt, req.Tool)
+	tool := clip(req.Tool, 200)
+	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", tool, input, clip(req.Prompt, 1000), tool)
 	t.read()
 	var line string
 	var open bool
