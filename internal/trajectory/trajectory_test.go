@@ -366,3 +366,31 @@ func BenchmarkRecordNestedFile(b *testing.B) {
 		w.Record(ev)
 	}
 }
+
+// TestRenderHostile: a trajectory holds text from tools, servers and cells; `codemode trace`
+// must not let escape sequences, C1 controls or bidi overrides reach the terminal, in previews
+// or with --full.
+func TestRenderHostile(t *testing.T) {
+	evil := "\x1b[2J\u009b31m\u202eexe.txt\x7f\nnext"
+	evilJSON, _ := json.Marshal(map[string]string{"k": evil})
+	rc := api.RunContext{SessionKey: evil}
+	evs := []api.TrajectoryEvent{
+		{Kind: api.EventControl, Run: rc, CallID: evil, Tool: evil, Status: evil, Error: evil, Input: evilJSON, Result: json.RawMessage("{\"k\":\"\u009b\u202e\"}")},
+		{Kind: api.EventNested, Run: rc, CallID: evil + "/1", ParentCallID: evil, Tool: evil, Status: "ok", Input: evilJSON},
+		{Kind: api.EventUpdate, Run: rc, CallID: evil + "/1", Tool: evil, Update: &api.ContentBlock{Type: evil, Text: evil}},
+		{Kind: api.EventApprovalDecision, Run: rc, CallID: evil + "/1", Tool: evil, Status: evil, Approval: &api.ApprovalInfo{By: evil, Reason: evil}},
+	}
+	for _, full := range []bool{false, true} {
+		var buf bytes.Buffer
+		Render(&buf, evs, RenderOptions{Full: full})
+		out := buf.String()
+		for _, bad := range []string{"\x1b", "\u009b", "\u202e", "\x7f", "\nnext"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("full=%v: output has %q:\n%q", full, bad, out)
+			}
+		}
+		if full && !strings.Contains(out, `\u009b\u202e`) {
+			t.Errorf("--full does not show the escaped characters:\n%s", out)
+		}
+	}
+}
