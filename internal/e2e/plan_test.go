@@ -254,6 +254,12 @@ return slow;`, true,
 				t.Errorf("a 1000 ms timeout took %d ms", ms)
 			}
 		}),
+		// …and the runtime is none the worse for it: the next cell runs.
+		execStep("after the timeout", `return "alive"`, false, func(t testing.TB, turns [][]result) {
+			if r := only(t, turns); r.Status != api.StatusCompleted || string(r.Value) != `"alive"` {
+				t.Errorf("%+v", r)
+			}
+		}),
 		answer(func() string { return "Done. " + afterRestore }),
 	)
 	srv := d.server(t, scripted.Options{})
