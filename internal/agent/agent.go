@@ -38,6 +38,13 @@ type Options struct {
 	MaxTokens int
 	// Progress receives what happens, as it happens (nil: nothing).
 	Progress Progress
+	// Approver decides the calls a run waits on (reason "approval") when the runtime has no
+	// Approver of its own (codemode.Options.Approver nil: "the embedder decides"): the loop asks
+	// it about each pending call and settles it with Surface.Decide before continuing the run.
+	// Leave it nil when the runtime has an Approver — that one is already asking, and the loop
+	// only continues the run until the person answered. With neither, a pending call waits
+	// until its approval rule's timeout rejects it.
+	Approver api.Approver
 }
 
 // Progress is told about model turns and control calls. The nested calls of a cell reach it
@@ -101,7 +108,7 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 		results := make([]provider.ToolResult, 0, len(resp.ToolCalls))
 		for _, call := range resp.ToolCalls {
 			res.ToolCalls++
-			results = append(results, handle(ctx, s, call, opts.Progress))
+			results = append(results, handle(ctx, s, call, &opts))
 			if ctx.Err() != nil {
 				return res, ctx.Err()
 			}
@@ -112,7 +119,8 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 }
 
 // handle executes one tool call and turns the outcome into the tool result the model reads.
-func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, p Progress) provider.ToolResult {
+func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, opts *Options) provider.ToolResult {
+	p := opts.Progress
 	out := provider.ToolResult{CallID: call.ID, Name: call.Name}
 	if call.Malformed != "" {
 		// Never run a call with arguments we had to guess: tell the model what was wrong.
@@ -129,6 +137,9 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, p 
 	// person is being asked (the Approver), and the model has nothing to add meanwhile. Each
 	// continuation is a wait of its own in the trajectory.
 	for i := 1; r.Exec != nil && r.Exec.Status == api.StatusWaiting && r.Exec.Reason == api.ReasonApproval && ctx.Err() == nil; i++ {
+		if opts.Approver != nil {
+			decide(ctx, s, opts.Approver, r.Exec)
+		}
 		w := s.Wait(ctx, fmt.Sprintf("%s#approval-wait-%d", call.ID, i), codemode.WaitInput{RunID: r.Exec.RunID})
 		r = codemode.CallResult{Exec: &w}
 	}
@@ -137,6 +148,22 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, p 
 	}
 	out.Content, out.IsError = ResultText(r), r.IsError()
 	return out
+}
+
+// decide asks a about each call the waiting run res lists and settles it. A failing approver
+// rejects (the cell gets a catchable error rather than a run that never ends); a decision the
+// runtime refuses (the call expired or was settled meanwhile) changes nothing.
+func decide(ctx context.Context, s *codemode.Surface, a api.Approver, res *api.ExecResult) {
+	for _, req := range res.PendingApprovals {
+		dec, err := a.Ask(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			dec = api.Decision{By: "agent", Reason: "the approver failed: " + err.Error()}
+		}
+		_ = s.Decide(ctx, res.RunID, req.CallID, dec)
+	}
 }
 
 // ResultText is a call's result as the model reads it. A waiting exec or wait result says how to

@@ -44,6 +44,11 @@ func PolicyApprover(mode string) (api.Approver, error) {
 // reads y(es), n(o) or a(lways, for this tool in this run) from in. Questions are asked one at a
 // time; a closed input rejects.
 type Terminal struct {
+	// Echo writes each answer read after its question, for input that is not a terminal (a
+	// pipe or a file does not echo what it supplies, and the next line would continue the
+	// question's).
+	Echo bool
+
 	mu     sync.Mutex
 	in     io.Reader
 	lines  chan string // one reader goroutine feeds it; closed at end of input
@@ -82,7 +87,8 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 		return api.Decision{}, ctx.Err()
 	}
 	input := clip(string(req.Input), 300)
-	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", req.Tool, input, req.Prompt, req.Tool)
+	tool := clip(req.Tool, 200)
+	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", tool, input, clip(req.Prompt, 1000), tool)
 	t.read()
 	var line string
 	var open bool
@@ -93,7 +99,11 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 		return api.Decision{}, ctx.Err()
 	}
 	if !open {
+		fmt.Fprintln(t.out, "(no answer: input closed)")
 		return api.Decision{By: "terminal", Reason: "no answer (input closed)"}, nil
+	}
+	if t.Echo {
+		fmt.Fprintln(t.out, clip(line, 80))
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
@@ -45,7 +47,7 @@ func (p *Printer) Turn(n int, resp *provider.Response, d time.Duration) {
 
 // CallStart reports a control or direct call the model made.
 func (p *Printer) CallStart(call provider.ToolCall) {
-	p.printf("  %s %s …\n", call.Name, call.ID)
+	p.printf("  %s %s …\n", clip(call.Name, 100), clip(call.ID, 100))
 }
 
 // CallEnd reports how it ended.
@@ -65,7 +67,7 @@ func (p *Printer) CallEnd(call provider.ToolCall, res codemode.CallResult, d tim
 	case res.Tool != nil && res.Tool.IsError:
 		status = "error"
 	}
-	p.printf("  %s %s → %s (%s)\n", call.Name, call.ID, status, ms(d))
+	p.printf("  %s %s → %s (%s)\n", clip(call.Name, 100), clip(call.ID, 100), status, ms(d))
 }
 
 // Record shows nested calls, updates and approvals as the runtime records them.
@@ -76,23 +78,27 @@ func (p *Printer) Record(ev api.TrajectoryEvent) {
 		if ev.Status != "ok" {
 			mark = "✗"
 		}
-		line := fmt.Sprintf("    %s %s (%dms)", mark, ev.Tool, ev.DurationMs)
+		line := fmt.Sprintf("    %s %s (%dms)", mark, clip(ev.Tool, 200), ev.DurationMs)
 		if ev.Error != "" {
 			line += ": " + clip(ev.Error, 200)
 		}
 		p.printf("%s\n", line)
 	case api.EventUpdate:
-		if ev.Update != nil && ev.Update.Type == "text" {
-			p.printf("    … %s: %s\n", ev.Tool, clip(ev.Update.Text, 200))
+		switch {
+		case ev.Update == nil:
+		case ev.Update.Type == "text":
+			p.printf("    … %s: %s\n", clip(ev.Tool, 200), clip(ev.Update.Text, 200))
+		default:
+			p.printf("    … %s: [%s]\n", clip(ev.Tool, 200), clip(ev.Update.Type, 20))
 		}
 	case api.EventApprovalRequest:
-		p.printf("    ? %s waits for approval\n", ev.Tool)
+		p.printf("    ? %s waits for approval\n", clip(ev.Tool, 200))
 	case api.EventApprovalDecision:
 		who := ""
 		if ev.Approval != nil && ev.Approval.By != "" {
-			who = " by " + ev.Approval.By
+			who = " by " + clip(ev.Approval.By, 100)
 		}
-		p.printf("    %s %s%s\n", ev.Status, ev.Tool, who)
+		p.printf("    %s %s%s\n", ev.Status, clip(ev.Tool, 200), who)
 	}
 }
 
@@ -113,10 +119,26 @@ func plural(n int) string {
 	return "s"
 }
 
+// clip makes text from tools, servers and cells fit for one terminal line: whitespace collapsed,
+// control and format characters dropped (an escape sequence in a tool's error or progress must
+// not repaint the person's terminal, nor a bidi override disguise a tool name), at most n bytes
+// on a rune boundary.
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		switch {
+		case r == '\t' || r == '\n' || r == '\r':
+			return ' '
+		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
+			return -1
+		}
+		return r
+	}, s)), " ")
 	if len(s) <= n {
 		return s
 	}
-	return s[:n] + "…"
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/user"
 	"strings"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/agent"
@@ -20,7 +21,8 @@ import (
 
 const agentUsage = `usage: codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic]
                       [--api-key-env VAR] [--transcript FILE] [--max-turns N] [--client-tools FILE]
-                      [--system TEXT] [--stream] [--approve ask|none|all|readonly] [--quiet] PROMPT
+                      [--system TEXT] [--stream] [--approve ask|none|all|readonly] [--timeout D]
+                      [--max-retries N] [--quiet] PROMPT
 
 Runs an agent loop: the model gets exec, wait and the direct-only tools; every other tool of the
 configuration (built-in, plugins, MCP servers, client tools) is behind exec. The final answer goes
@@ -44,6 +46,8 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	stream := fs.Bool("stream", false, "ask the provider for a streamed (SSE) response")
 	quiet := fs.Bool("quiet", false, "print only the final answer (no progress on stderr)")
 	approve := fs.String("approve", "", "calls that need approval (tools.approvals): ask (on the terminal; the default when stdin is one), none, all or readonly")
+	timeout := fs.Duration("timeout", provider.DefaultTimeout, "bound on each model request (each attempt, streaming included)")
+	maxRetries := fs.Int("max-retries", provider.DefaultMaxRetries, "retries of a model request after 429, 5xx, timeouts and connection failures (0: none)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, agentUsage)
 		fs.PrintDefaults()
@@ -69,6 +73,12 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case *maxTurns < 1:
 		fmt.Fprintln(stderr, "codemode agent: --max-turns must be at least 1")
 		return exitUsage
+	case *timeout <= 0:
+		fmt.Fprintln(stderr, "codemode agent: --timeout must be positive (for example 30s or 5m)")
+		return exitUsage
+	case *maxRetries < 0 || *maxRetries > 10:
+		fmt.Fprintln(stderr, "codemode agent: --max-retries must be 0–10")
+		return exitUsage
 	}
 	if *approve == "" {
 		*approve = agent.ApproveNone
@@ -78,7 +88,9 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	var approver api.Approver
 	if *approve == agent.ApproveAsk {
-		approver = agent.NewTerminal(stdin, stderr)
+		term := agent.NewTerminal(stdin, stderr)
+		term.Echo = !isTerminal(stdin)
+		approver = term
 	} else if approver, err = agent.PolicyApprover(*approve); err != nil {
 		fmt.Fprintln(stderr, "codemode agent: --approve:", err)
 		return exitUsage
@@ -96,8 +108,9 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return configError(stderr, err)
 	}
 	var ctools []*api.Tool
+	procs := &clientPrograms{}
 	if *clientTools != "" {
-		if ctools, err = loadClientTools(*clientTools); err != nil {
+		if ctools, err = loadClientTools(*clientTools, procs); err != nil {
 			fmt.Fprintln(stderr, "codemode agent: client tools:", err)
 			return exitUsage
 		}
@@ -122,7 +135,18 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		printer = agent.NewPrinter(stderr)
 		sinks = append(sinks, printer)
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...), Approver: approver})
+	// Runs before the transcript closes and after the gateway has cancelled everything: the
+	// client tool programs of cancelled calls are gone, and their calls' records are written.
+	defer func() {
+		if !procs.wait(clientToolWaitDelay+time.Second, len(sinks) > 0) {
+			fmt.Fprintln(stderr, "codemode agent: some client tool programs did not exit")
+		}
+	}()
+	var traj api.Trajectory
+	if len(sinks) > 0 {
+		traj = procs.trajectory(trajectory.Multi(sinks...))
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed
@@ -137,9 +161,14 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	s := g.Surface(rc, ctools)
 	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
 	defer g.RT.EndSession(rc.SessionKey)
+	retries := *maxRetries
+	if retries == 0 {
+		retries = -1 // provider.Options: 0 is the default, negative is none
+	}
 	client, err := provider.New(provider.Options{
 		Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
 		Stream: *stream, Logger: log, Debug: debug, CheckPayload: s.CheckPayload,
+		Timeout: *timeout, MaxRetries: retries,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
@@ -153,7 +182,8 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	res, err := agent.Run(ctx, s, opts, prompt)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			fmt.Fprintln(stderr, "codemode agent: interrupted; the run and its suspended work were cancelled")
+			n := g.RT.EndSession(rc.SessionKey)
+			fmt.Fprintf(stderr, "codemode agent: interrupted; the run was cancelled with its suspended work (%d suspended code-mode run%s dropped)\n", n, plural(n))
 			return exitInterrupted
 		}
 		fmt.Fprintln(stderr, "codemode agent:", err)
@@ -189,4 +219,11 @@ func agentRun(model, prov string) api.RunContext {
 	}
 	return api.RunContext{AgentID: "codemode-agent", SessionKey: "agent-" + id, SessionID: "agent-" + id,
 		RunID: "run-" + id, Model: model, Provider: prov, SenderID: sender, Channel: "cli"}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }

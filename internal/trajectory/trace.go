@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 )
@@ -79,7 +81,7 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	var head []string
 	for _, kv := range [][2]string{{"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
 		if kv[1] != "" {
-			head = append(head, kv[0]+"="+kv[1])
+			head = append(head, kv[0]+"="+oneLine(kv[1], previewBytes))
 		}
 	}
 	if len(head) == 0 {
@@ -105,7 +107,7 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	sort.SliceStable(top, func(i, j int) bool { return top[i].Time.Before(top[j].Time) })
 	shown := map[string]bool{}
 	for _, ev := range top {
-		fmt.Fprintf(w, "%s %s  %s%s%s\n", ev.Tool, ev.CallID, ev.Status, duration(ev.DurationMs), errorSuffix(ev.Error))
+		fmt.Fprintf(w, "%s %s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 		detail(w, "    ", ev, opts)
 		for _, a := range about[ev.CallID] {
 			fmt.Fprintf(w, "    %s\n", aboutLine(a))
@@ -150,7 +152,7 @@ func nestedLine(w io.Writer, ev api.TrajectoryEvent, last bool, extra []api.Traj
 	if last {
 		branch, indent = "└─ ", "     "
 	}
-	fmt.Fprintf(w, "  %s%s%s %s  %s%s%s\n", branch, prefix, ev.Tool, ev.CallID, ev.Status, duration(ev.DurationMs), errorSuffix(ev.Error))
+	fmt.Fprintf(w, "  %s%s%s %s  %s%s%s\n", branch, prefix, oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 	if prefix != "" {
 		return // delivered calls are detailed under the exec that made them
 	}
@@ -179,7 +181,7 @@ func aboutLine(ev api.TrajectoryEvent) string {
 			if ev.Update.Type == "text" {
 				return "update: " + oneLine(ev.Update.Text, previewBytes)
 			}
-			return "update: [" + ev.Update.Type + "]"
+			return "update: [" + oneLine(ev.Update.Type, 40) + "]"
 		}
 		return "update"
 	case api.EventApprovalRequest:
@@ -189,10 +191,10 @@ func aboutLine(ev api.TrajectoryEvent) string {
 		}
 		return s
 	}
-	s := "approval " + ev.Status
+	s := "approval " + oneLine(ev.Status, 40)
 	if ev.Approval != nil {
 		if ev.Approval.By != "" {
-			s += " by " + ev.Approval.By
+			s += " by " + oneLine(ev.Approval.By, previewBytes)
 		}
 		if ev.Approval.Reason != "" {
 			s += ": " + oneLine(ev.Approval.Reason, previewBytes)
@@ -203,17 +205,53 @@ func aboutLine(ev api.TrajectoryEvent) string {
 
 func show(raw json.RawMessage, opts RenderOptions) string {
 	if opts.Full {
-		return string(raw)
+		// JSON may carry DEL, C1 controls and format characters unescaped: escape them, the
+		// JSON stays the same value.
+		return strings.Map(func(r rune) rune {
+			if unsafeRune(r) {
+				return -1
+			}
+			return r
+		}, escapeUnsafe(string(raw)))
 	}
 	return oneLine(string(raw), previewBytes)
 }
 
+// oneLine makes text from a trajectory file — written by tools, servers and cells — fit for
+// one terminal line: whitespace collapsed, control and format characters dropped (no escape
+// sequences or bidi overrides reach the terminal), at most n bytes.
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unsafeRune(r) {
+			if unicode.IsSpace(r) {
+				return ' '
+			}
+			return -1
+		}
+		return r
+	}, s)), " ")
 	if len(s) > n {
 		return clipString(s, n)
 	}
 	return s
+}
+
+func unsafeRune(r rune) bool {
+	return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError
+}
+
+// escapeUnsafe writes unsafe runes of a JSON text as \uXXXX escapes (they can only occur
+// inside strings, where the escape means the same).
+func escapeUnsafe(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if unsafeRune(r) && r != '\n' && r != '\t' && r != '\r' && r != utf8.RuneError {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func duration(ms int64) string {

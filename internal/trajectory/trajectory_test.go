@@ -8,10 +8,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 )
@@ -35,6 +37,16 @@ func TestValueRedactsAndBounds(t *testing.T) { // Y2, E2: bounded, secrets redac
 		{"long strings", `{"s":"` + long + `"}`, []string{"bytes clipped]"}, nil},
 		{"numbers keep precision", `{"n":12345678901234567890}`, []string{"12345678901234567890"}, nil},
 		{"invalid json", `{"a":`, []string{`"{\"a\":"`}, nil},
+		{"data after the value", `{"a":1} {"token":"x"}`, []string{`"{\"a\":1} {\"token\":\"x\"}"`}, nil},
+		{"credential shapes in any case", `["SK-ABCDEFGHIJKLMNOPQRSTUV","akiaABCDEFGHIJKLMNOP","BeArEr abcdefghijkl","GHP_abcdefghijklmnopqrstuvwx"]`,
+			[]string{`["[redacted]","[redacted]","BeArEr [redacted]","[redacted]"]`}, []string{"ABCDEFGH", "abcdefghijkl"}},
+		{"escaped secrets", `{"k":"sk\u002dABCDEFGHIJKLMNOPQRSTUV","api\u004bey":"v"}`, []string{`"k":"[redacted]"`, `"apiKey":"[redacted]"`}, []string{"ABCDEF", `"v"`}},
+		{"secrets in keys", `{"https://u:hunter2@host/":1}`, []string{`{"https://[redacted]@host/":1}`}, []string{"hunter2"}},
+		{"key order kept, whitespace dropped", "{ \"z\": 1,\n \"a\": [ 2, {\"m\": null, \"b\": true} ] }", []string{`{"z":1,"a":[2,{"m":null,"b":true}]}`}, nil},
+		{"key order kept while redacting", `{"z":1,"password":"p","a":{"x":[1,2],"token":{"nested":"y"}}}`, []string{`{"z":1,"password":"[redacted]","a":{"x":[1,2],"token":"[redacted]"}}`}, []string{`"nested"`}},
+		{"no HTML escaping", `{"code":"return a => a < b && c > d"}`, []string{`"return a => a < b && c > d"`}, nil},
+		{"invalid UTF-8", "[\"a\xffb\"]", []string{"[\"a\uFFFDb\"]"}, nil},
+		{"unicode escapes kept as sent", `["\u00e9t\u00e9"]`, []string{`["\u00e9t\u00e9"]`}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,12 +80,137 @@ func TestValueRedactsAndBounds(t *testing.T) { // Y2, E2: bounded, secrets redac
 	}
 }
 
+// FuzzValue: whatever the input, the output is valid JSON within bounds, and the fast path
+// (values left as they are) agrees with the full rewrite.
+func FuzzValue(f *testing.F) {
+	for _, s := range []string{`{"a":[1,2,{"b":"c"}]}`, `{"token":"x"}`, `"sk-ABCDEFGHIJKLMNOPQRSTUV"`, `[1e400]`, `{"a":"\u0000"}`,
+		`{"a":1,"a":2}`, strings.Repeat("[", 40) + strings.Repeat("]", 40), "\"\xff\"", `{"url":"https://h/?key=v&x=1"}`, `  null `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		out := Value(raw)
+		if len(raw) == 0 {
+			return
+		}
+		if !json.Valid(out) || !utf8.Valid(out) {
+			t.Fatalf("Value(%q) = %q: not valid JSON", raw, out)
+		}
+		if len(out) > MaxValueBytes+MaxStringBytes+200 {
+			t.Fatalf("Value(%q) is %d bytes", raw, len(out))
+		}
+		fast, ok := plain(raw)
+		if !ok {
+			return
+		}
+		slow, err := rewrite(raw)
+		if err != nil {
+			t.Fatalf("plain accepted %q, rewrite failed: %v", raw, err)
+		}
+		decode := func(b []byte) (v any, err error) {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.UseNumber()
+			err = dec.Decode(&v)
+			return v, err
+		}
+		a, errA := decode(fast)
+		b, errB := decode(slow)
+		if errA != nil || errB != nil || !reflect.DeepEqual(a, b) {
+			t.Fatalf("plain %q and rewrite %q differ for %q", fast, slow, raw)
+		}
+	})
+}
+
+// TestRedactClip: long strings are redacted and clipped without scanning their whole length,
+// and a credential across the clip point is still redacted.
+func TestRedactClip(t *testing.T) {
+	key := "sk-" + strings.Repeat("A", 40)
+	cases := []struct {
+		name, in string
+		n        int
+		want     string
+		not      string
+	}{
+		{"short", "a " + key, 100, "a [redacted]", "AAAA"},
+		{"long, clean", strings.Repeat("x", 5000), 10, "xxxxxxxxxx…[4990 bytes clipped]", ""},
+		{"credential across the cut", strings.Repeat("x", 95) + " " + key + strings.Repeat("y", 5000), 100, strings.Repeat("x", 95) + " [red…", "AAAA"},
+		{"rune boundary", strings.Repeat("é", 3000), 5, "éé…[", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := redactClip(c.in, c.n)
+			if !strings.HasPrefix(got, c.want) || (c.not != "" && strings.Contains(got, c.not)) || !utf8.ValidString(got) {
+				t.Fatalf("%q", got)
+			}
+			if len(c.in) > c.n && !strings.HasSuffix(got, " bytes clipped]") {
+				t.Fatalf("no clip note: %q", got)
+			}
+		})
+	}
+}
+
 func TestSanitizeEvent(t *testing.T) {
 	ev := Sanitize(api.TrajectoryEvent{Kind: api.EventNested, Error: "GET https://u:p@h/ failed",
 		Approval: &api.ApprovalInfo{Reason: "token sk-ABCDEFGHIJKLMNOPQRSTUV leaked"},
 		Update:   &api.ContentBlock{Type: "image", Data: strings.Repeat("A", 5000), MimeType: "image/png"}})
 	if strings.Contains(ev.Error, "u:p@") || strings.Contains(ev.Approval.Reason, "sk-ABC") || ev.Update.Data != "[5000 bytes of image/png]" {
 		t.Fatalf("%+v %+v %+v", ev.Error, ev.Approval, ev.Update)
+	}
+}
+
+// TestEncodeMatchesJSON: the writer's encoding of an event (raw values spliced in) decodes to
+// exactly what encoding/json makes of the sanitized event, for an event with every field set —
+// a field added to api.TrajectoryEvent or a renamed tag shows here.
+func TestEncodeMatchesJSON(t *testing.T) {
+	ev := sampleTrajectory()[5]
+	fill(reflect.ValueOf(&ev).Elem())
+	ev.Input, ev.OriginalInput, ev.Result = json.RawMessage(`{"b":1,"a":"x <y>"}`), json.RawMessage(`[1,2]`), json.RawMessage(`"r"`)
+	ev.Update.Resource = json.RawMessage(`{"uri":"u"}`)
+	var buf bytes.Buffer
+	if err := encode(&buf, Sanitize(ev)); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(Sanitize(ev))
+	var got, exp map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &got); err != nil || !strings.HasSuffix(buf.String(), "}\n") || strings.Count(buf.String(), "\n") != 1 {
+		t.Fatalf("%v: %q", err, buf.String())
+	}
+	json.Unmarshal(want, &exp)
+	if !reflect.DeepEqual(got, exp) {
+		t.Fatalf("writer:\n%s\nencoding/json:\n%s", buf.String(), want)
+	}
+	if !strings.Contains(buf.String(), `"a":"x <y>"`) {
+		t.Fatalf("HTML escaped: %s", buf.String())
+	}
+}
+
+// fill sets every settable field of v to a non-zero value.
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString("s-" + v.Type().Name())
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(7)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)))
+			return
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				fill(v.Field(i))
+			}
+		}
+	case reflect.Pointer:
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		fill(v.Elem())
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.String {
+			v.Set(reflect.ValueOf([]string{"d1", "d2"}))
+		}
 	}
 }
 
@@ -193,6 +330,30 @@ func BenchmarkRecordNested(b *testing.B) { // target ≤ 20 µs per nested call
 	}
 }
 
+// BenchmarkRecordNestedLarge: a nested call with a 4 KB result (a file read), nothing to redact.
+func BenchmarkRecordNestedLarge(b *testing.B) {
+	w := NewWriter(io.Discard)
+	ev := sampleTrajectory()[0]
+	text := strings.Repeat("line of the file with words, numbers 12345 and punctuation.\n", 64)
+	ev.Result, _ = json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text[:2000]}},
+		"details": map[string]any{"path": "README.md", "content": text[:2000], "lines": 64}})
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Record(ev)
+	}
+}
+
+// BenchmarkRecordNestedRedacted: an input carrying a credential takes the full rewrite.
+func BenchmarkRecordNestedRedacted(b *testing.B) {
+	w := NewWriter(io.Discard)
+	ev := sampleTrajectory()[0]
+	ev.Input = json.RawMessage(`{"url":"https://api.example.com/v1/items?api_key=s3cr3t&page=2","headers":{"Authorization":"Bearer abcdefghijkl"}}`)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Record(ev)
+	}
+}
+
 func BenchmarkRecordNestedFile(b *testing.B) {
 	w, err := Create(filepath.Join(b.TempDir(), "t.jsonl"))
 	if err != nil {
@@ -203,5 +364,33 @@ func BenchmarkRecordNestedFile(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		w.Record(ev)
+	}
+}
+
+// TestRenderHostile: a trajectory holds text from tools, servers and cells; `codemode trace`
+// must not let escape sequences, C1 controls or bidi overrides reach the terminal, in previews
+// or with --full.
+func TestRenderHostile(t *testing.T) {
+	evil := "\x1b[2J\u009b31m\u202eexe.txt\x7f\nnext"
+	evilJSON, _ := json.Marshal(map[string]string{"k": evil})
+	rc := api.RunContext{SessionKey: evil}
+	evs := []api.TrajectoryEvent{
+		{Kind: api.EventControl, Run: rc, CallID: evil, Tool: evil, Status: evil, Error: evil, Input: evilJSON, Result: json.RawMessage("{\"k\":\"\u009b\u202e\"}")},
+		{Kind: api.EventNested, Run: rc, CallID: evil + "/1", ParentCallID: evil, Tool: evil, Status: "ok", Input: evilJSON},
+		{Kind: api.EventUpdate, Run: rc, CallID: evil + "/1", Tool: evil, Update: &api.ContentBlock{Type: evil, Text: evil}},
+		{Kind: api.EventApprovalDecision, Run: rc, CallID: evil + "/1", Tool: evil, Status: evil, Approval: &api.ApprovalInfo{By: evil, Reason: evil}},
+	}
+	for _, full := range []bool{false, true} {
+		var buf bytes.Buffer
+		Render(&buf, evs, RenderOptions{Full: full})
+		out := buf.String()
+		for _, bad := range []string{"\x1b", "\u009b", "\u202e", "\x7f", "\nnext"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("full=%v: output has %q:\n%q", full, bad, out)
+			}
+		}
+		if full && !strings.Contains(out, `\u009b\u202e`) {
+			t.Errorf("--full does not show the escaped characters:\n%s", out)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package trajectory
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"io"
 	"os"
@@ -38,9 +39,21 @@ func Create(path string) (*Writer, error) {
 	return w, nil
 }
 
+// bufs are encode buffers: an event is encoded outside the writer's lock.
+var bufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // Record writes one event.
 func (w *Writer) Record(ev api.TrajectoryEvent) {
-	b, err := json.Marshal(Sanitize(ev))
+	buf := bufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			bufs.Put(buf)
+		}
+	}()
+	buf.Reset()
+	err := encode(buf, Sanitize(ev))
+	b := buf.Bytes()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil {
@@ -50,7 +63,6 @@ func (w *Writer) Record(ev api.TrajectoryEvent) {
 	if w.err != nil && w.closer != nil {
 		return // a broken file stays broken; Err says why
 	}
-	b = append(b, '\n')
 	if _, err := w.w.Write(b); err != nil {
 		w.err = err
 		return
@@ -60,6 +72,34 @@ func (w *Writer) Record(ev api.TrajectoryEvent) {
 		return
 	}
 	w.n++
+}
+
+// encode writes ev as one JSON line. The inputs and the result — the bulk of an event — are
+// already compact, valid JSON (Value made them so): they are appended as they are instead of
+// going through encoding/json, which would validate and compact them again byte by byte. HTML
+// characters are not escaped: inputs are code, and `=>` should read as such.
+func encode(buf *bytes.Buffer, ev api.TrajectoryEvent) error {
+	raws := [...]struct {
+		key string
+		raw json.RawMessage
+	}{{"input", ev.Input}, {"originalInput", ev.OriginalInput}, {"result", ev.Result}}
+	ev.Input, ev.OriginalInput, ev.Result = nil, nil, nil
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(ev); err != nil {
+		return err
+	}
+	buf.Truncate(buf.Len() - 2) // "}\n"
+	for _, r := range raws {
+		if len(r.raw) > 0 {
+			buf.WriteString(`,"`)
+			buf.WriteString(r.key)
+			buf.WriteString(`":`)
+			buf.Write(r.raw)
+		}
+	}
+	buf.WriteString("}\n")
+	return nil
 }
 
 // Count is the number of events written.
