@@ -183,6 +183,9 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog { return catalog.Build(eff) })
 	s.active = true
 	cat := s.cached.cat
+	for _, w := range cat.Warnings() {
+		s.warn(w)
+	}
 	s.namespaces = rt.namespaces.Visible(func(id string) bool { return cat.Lookup(id) != nil })
 	s.tools = []ModelTool{rt.execTool(cat, s.namespaces), waitTool()}
 	for _, t := range s.cached.cat.DirectOnly {

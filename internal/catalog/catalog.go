@@ -142,6 +142,7 @@ func Build(tools []*api.Tool) *Catalog {
 	sort.SliceStable(ordered, func(i, j int) bool { return rank(ordered[i]) < rank(ordered[j]) })
 	for _, t := range ordered {
 		if ControlTools[t.Name] {
+			c.warnings = append(c.warnings, fmt.Sprintf("tool %s is not catalogued: %q is the name of a code-mode control tool", t.ID(), t.Name))
 			continue
 		}
 		if t.DirectOnly {

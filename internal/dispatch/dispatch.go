@@ -280,8 +280,16 @@ func normalInput(input json.RawMessage) json.RawMessage {
 // input here also keeps the validator's deep recursion off the calls' fresh goroutine stacks.
 func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
 	e, input, err := d.target(c.Op, c.Payload)
-	if err != nil || e == nil {
+	if err != nil {
+		// An unknown, denied or guessed id is an attempt worth auditing: record it.
+		if t := d.Gate.Trajectory; t != nil && (c.Op == "callValue" || c.Op == "call" || c.Op == "mcp.call") {
+			t.Record(api.TrajectoryEvent{Kind: api.EventNested, Time: time.Now(), Run: d.Run, CallID: c.ID,
+				ParentCallID: d.ParentCallID, Tool: d.PendingLabel(c.Op, c.Payload), Status: "error", Error: err.Error()})
+		}
 		return nil, err
+	}
+	if e == nil {
+		return nil, nil
 	}
 	// The schema is checked here once compiled; a tool's first call compiles it on its own
 	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
