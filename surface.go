@@ -14,8 +14,18 @@ import (
 // ModelTool is a tool definition as the model receives it.
 type ModelTool struct {
 	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema describes the tool's structured result (its details / structuredContent).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations are MCP tool annotations (readOnlyHint, destructiveHint, …) as JSON.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Wire is an upstream MCP server's own definition of the tool, for exact passthrough
+	// (see api.Tool.Wire); nil for other tools.
+	Wire json.RawMessage `json:"-"`
+	// ID is the tool's catalog id (source:owner:name); "" for exec and wait.
+	ID string `json:"-"`
 }
 
 // Surface is one run's model-facing tool surface and, when code mode is active, its catalog.
@@ -122,7 +132,12 @@ func modelTool(t *api.Tool) ModelTool {
 	if desc == "" {
 		desc = t.Label
 	}
-	return ModelTool{Name: t.Name, Description: desc, InputSchema: schema}
+	ann := t.Annotations
+	if len(ann) == 0 && t.ReadOnly && t.Source != api.SourceMCP {
+		ann = json.RawMessage(`{"readOnlyHint":true}`) // a native tool's own declaration
+	}
+	return ModelTool{Name: t.Name, Title: t.Label, Description: desc, InputSchema: schema,
+		OutputSchema: t.OutputSchema, Annotations: ann, Wire: t.Wire, ID: t.ID()}
 }
 
 // fingerprint identifies a tool set by its definitions (not its implementations).

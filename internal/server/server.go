@@ -1,6 +1,13 @@
 // Package server is `codemode serve`: an MCP server whose tools are the code-mode surface (exec,
 // wait and the direct-only tools) in front of the gateway's tool sources. Any MCP client — Claude,
 // Codex, Cursor — then gets code mode over every configured MCP server and built-in tool.
+//
+// Over HTTP (HTTPHandler) the listener is guarded (Host, Origin, bearer token), serves MCP at
+// /mcp and /healthz, /readyz, /metrics beside it. Over stdio (Run) a malformed or oversized
+// line gets a JSON-RPC error and the session goes on (see stdio.go). Either way each client
+// session is the scope of its suspended runs and closing it drops them (session.go); tools
+// exposed directly pass upstream MCP results and definitions through byte for byte
+// (passthrough.go).
 package server
 
 import (
@@ -11,10 +18,12 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,24 +35,42 @@ type Server struct {
 
 	mu      sync.Mutex
 	surface *codemode.Surface
-	names   map[string]bool // tools currently registered on srv
+	names   map[string]bool            // tools currently registered on srv
+	wire    map[string]json.RawMessage // upstream definitions of the registered tools, by name
 	calls   atomic.Int64
 
-	sessMu   sync.Mutex
-	sessions map[*mcp.ServerSession]string
-	nextSess atomic.Int64
-	debug    debugFlags
+	sess    *sessions
+	metrics *metrics
+	debug   debugFlags
 }
 
 // Version is reported to clients in serverInfo.
 var Version = "dev"
 
+// Options configure New; the zero value is fine.
+type Options struct {
+	Logger *slog.Logger
+	// Admission reports the admission controller's state for /metrics (may be nil).
+	Admission func() (running, queued int, rejected uint64)
+}
+
 // New creates the MCP server and registers the current surface.
 func New(g *gateway.Gateway, log *slog.Logger) *Server {
+	return NewWithOptions(g, Options{Logger: log})
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(g *gateway.Gateway, o Options) *Server {
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, names: map[string]bool{}, sessions: map[*mcp.ServerSession]string{}, debug: debugFromEnv()}
+	s := &Server{g: g, log: log, names: map[string]bool{}, wire: map[string]json.RawMessage{},
+		sess: newSessions(), debug: debugFromEnv()}
+	s.metrics = newMetrics(metricSources{
+		suspendedRuns: g.RT.SuspendedRuns, suspendedBytes: g.RT.SuspendedBytes,
+		upstreams: g.MCPStatus, admission: o.Admission,
+	})
 	var sdkLog *slog.Logger
 	if s.debug.transport {
 		sdkLog = log
@@ -53,12 +80,40 @@ func New(g *gateway.Gateway, log *slog.Logger) *Server {
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 	})
+	s.srv.AddReceivingMiddleware(s.middleware)
 	s.refresh()
 	return s
 }
 
 // MCP returns the underlying SDK server.
 func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Observer returns the api.Observer that counts nested tool calls in /metrics; pass it to the
+// runtime (gateway.Options.Observer) through an ObserverRelay when the server is made later.
+func (s *Server) Observer() api.Observer { return s.metrics }
+
+// ObserverRelay forwards to an observer set after the runtime was created.
+type ObserverRelay struct{ to atomic.Pointer[api.Observer] }
+
+// Set the target.
+func (r *ObserverRelay) Set(o api.Observer) { r.to.Store(&o) }
+
+// ToolCall implements api.Observer.
+func (r *ObserverRelay) ToolCall(rec api.ToolCallRecord) {
+	if o := r.to.Load(); o != nil {
+		(*o).ToolCall(rec)
+	}
+}
+
+// ToolCount is the number of model-visible tools now served.
+func (s *Server) ToolCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.surface == nil {
+		return 0
+	}
+	return len(s.surface.Tools)
+}
 
 // refresh re-activates the surface from the gateway's current tools and updates the tool list
 // (clients get notifications/tools/list_changed).
@@ -73,8 +128,12 @@ func (s *Server) refresh() {
 	defer s.mu.Unlock()
 	s.surface = surf
 	next := map[string]bool{}
+	wire := map[string]json.RawMessage{}
 	for _, t := range surf.Tools {
 		next[t.Name] = true
+		if len(t.Wire) > 0 {
+			wire[t.Name] = t.Wire
+		}
 	}
 	var gone []string
 	for n := range s.names {
@@ -85,11 +144,65 @@ func (s *Server) refresh() {
 	if len(gone) > 0 {
 		s.srv.RemoveTools(gone...)
 	}
+	added := map[string]bool{}
 	for _, t := range surf.Tools {
-		s.srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, s.handler(t.Name))
+		if s.addTool(surf, t) {
+			added[t.Name] = true
+		} else {
+			delete(wire, t.Name)
+		}
 	}
-	s.names = next
+	s.names, s.wire = added, wire
 	s.debug.logSurface(s.log, surf)
+}
+
+// addTool registers one tool. The SDK panics on a tool whose input schema is not an object
+// schema; an upstream server's tool is untrusted, so it is registered with a permissive schema
+// instead (clients still see the upstream's own definition through the passthrough), and any
+// other refusal skips the tool with a log line rather than taking the server down.
+func (s *Server) addTool(surf *codemode.Surface, t codemode.ModelTool) (ok bool) {
+	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: objectSchema(t.InputSchema)}
+	if isObjectSchema(t.OutputSchema) {
+		mt.OutputSchema = t.OutputSchema
+	}
+	if surf.Active && (t.Name == "exec" || t.Name == "wait") {
+		mt.Annotations = controlAnnotations(surf, t.Name)
+	} else if len(t.Annotations) > 0 {
+		var a mcp.ToolAnnotations
+		if json.Unmarshal(t.Annotations, &a) == nil {
+			mt.Annotations = &a
+		}
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Warn("tool not served: the MCP SDK refused its definition", "tool", t.Name, "err", fmt.Sprint(r))
+			ok = false
+		}
+	}()
+	s.srv.AddTool(mt, s.handler(t.Name, t.ID))
+	return true
+}
+
+// controlAnnotations are exec's and wait's honest hints: a cell may call any catalog tool, so
+// they are read-only only if every catalog tool declares itself read-only (MCP tools never
+// count as read-only), and they reach the open world (MCP servers, web fetch).
+func controlAnnotations(surf *codemode.Surface, name string) *mcp.ToolAnnotations {
+	readOnly := true
+	if cat := surf.Catalog(); cat != nil {
+		for _, e := range cat.Entries {
+			if !e.Tool.ReadOnly {
+				readOnly = false
+				break
+			}
+		}
+	}
+	destructive, open := !readOnly, true
+	title := "Run a code-mode cell"
+	if name == "wait" {
+		title = "Continue a waiting code-mode run"
+	}
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, DestructiveHint: &destructive,
+		IdempotentHint: false, OpenWorldHint: &open}
 }
 
 func catalogSize(s *codemode.Surface) int {
@@ -99,48 +212,65 @@ func catalogSize(s *codemode.Surface) int {
 	return 0
 }
 
-// sessionKey gives each client session its own scope for suspended runs (W3).
-func (s *Server) sessionKey(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return "mcp"
-	}
-	if id := ss.ID(); id != "" {
-		return "mcp:" + id
-	}
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	k, ok := s.sessions[ss]
-	if !ok {
-		k = fmt.Sprintf("mcp:session-%d", s.nextSess.Add(1))
-		s.sessions[ss] = k
-	}
-	return k
-}
-
-func (s *Server) handler(name string) mcp.ToolHandler {
+func (s *Server) handler(name, id string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.mu.Lock()
 		surf := s.surface
 		s.mu.Unlock()
-		key := s.sessionKey(req.Session)
+		key := "mcp"
+		if ss := req.Session; ss != nil {
+			st := s.session(ss)
+			if st == nil {
+				return nil, fmt.Errorf("the session has ended")
+			}
+			key = st.key
+			// Closing the session cancels its in-flight calls (W7).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(st.ctx, cancel)()
+			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
+		}
 		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
 		args := req.Params.Arguments
 		if surf.Active && (name == "exec" || name == "wait") {
+			start := time.Now()
 			var res api.ExecResult
 			if name == "exec" {
 				res = run.Exec(ctx, callID, args)
 			} else {
 				res = run.Wait(ctx, callID, args)
 			}
+			s.metrics.observe(name, res, time.Since(start))
 			s.debug.logResult(s.log, name, callID, res)
 			return execResult(res), nil
 		}
 		out, err := run.Call(ctx, callID, name, args)
+		s.metrics.toolCall("direct", id, err != nil || (out != nil && out.IsError))
 		if err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 		}
-		return toolResult(out), nil
+		return passResult(ctx, out)
+	}
+}
+
+// progressSink reports progress to the client that asked for it with a progressToken, keeping
+// the values increasing as the protocol requires.
+func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progress.Sink {
+	if token == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	last := -1.0
+	return func(p, total float64, msg string) {
+		mu.Lock()
+		if p <= last {
+			p = last + 1e-6
+		}
+		last = p
+		mu.Unlock()
+		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
 	}
 }
 
@@ -158,41 +288,40 @@ func execResult(res api.ExecResult) *mcp.CallToolResult {
 	}
 }
 
-func toolResult(r *api.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: r.IsError}
-	for _, c := range r.Content {
-		switch c.Type {
-		case "image":
-			out.Content = append(out.Content, &mcp.ImageContent{Data: []byte(c.Data), MIMEType: c.MimeType})
-		case "audio":
-			out.Content = append(out.Content, &mcp.AudioContent{Data: []byte(c.Data), MIMEType: c.MimeType})
-		default:
-			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
-		}
-	}
-	if out.Content == nil {
-		out.Content = []mcp.Content{}
-	}
-	if len(r.Details) > 0 {
-		out.StructuredContent = r.Details
-	}
-	return out
-}
-
-// Run serves one MCP connection (stdio) until it closes or ctx ends, refreshing the tool list
-// whenever the gateway's tools change.
+// Run serves one MCP connection (stdio, or any transport) until it closes or ctx ends,
+// refreshing the tool list whenever the gateway's tools change. When it returns, the session's
+// calls are cancelled and its suspended runs dropped.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.watch(ctx)
-	return s.srv.Run(ctx, t)
+	ss, err := s.srv.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	st := s.session(ss)
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-done
+		err = ctx.Err()
+	case err = <-done:
+	}
+	if st != nil {
+		s.endSession(ss, st) // now, rather than a moment later from its watcher
+	}
+	return err
 }
 
-// Handler serves MCP over streamable HTTP.
+// Handler serves MCP over streamable HTTP with the loopback defaults of HTTPOptions.
 func (s *Server) Handler(ctx context.Context) http.Handler {
-	go s.watch(ctx)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
+	return s.HTTPHandler(ctx, HTTPOptions{Loopback: true})
 }
+
+// Close ends every session: their calls are cancelled and their suspended runs dropped.
+func (s *Server) Close() { s.closeSessions() }
 
 func (s *Server) watch(ctx context.Context) {
 	for {
