@@ -143,7 +143,7 @@ var knownMethods = map[string]bool{
 	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
 	"resources/subscribe": true, "resources/unsubscribe": true, "subscriptions/listen": true,
-	"logging/setLevel": true,
+	"logging/setLevel":        true,
 	"notifications/cancelled": true, "notifications/initialized": true,
 	"notifications/roots/list_changed": true, "notifications/progress": true,
 }

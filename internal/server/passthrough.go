@@ -240,4 +240,3 @@ func isObjectSchema(s json.RawMessage) bool {
 	}
 	return len(s) > 0 && json.Unmarshal(s, &m) == nil && m.Type == "object"
 }
-
