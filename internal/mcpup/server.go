@@ -39,6 +39,11 @@ type server struct {
 	// its cache (no bytes on the wire). Only the supervisor goroutine touches it.
 	rawSchemas map[string]rawTool
 
+	// progress routes the server's notifications/progress to the call that asked for them.
+	progMu   sync.Mutex
+	progress map[string]func(*mcp.ProgressNotificationParams)
+	progSeq  int64
+
 	mu       sync.Mutex
 	state    State
 	since    time.Time
@@ -214,6 +219,9 @@ func (s *server) connect(parent context.Context) (*session, []*api.Tool, error) 
 	client := mcp.NewClient(clientInfo, &mcp.ClientOptions{
 		// We serve no roots, sampling or elicitation.
 		Capabilities: &mcp.ClientCapabilities{},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			s.deliverProgress(req.Params)
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refresh <- struct{}{}:
