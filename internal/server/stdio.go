@@ -126,7 +126,11 @@ func (f *lineFilter) check(msg []byte) bool {
 		f.reply(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported: send one message per line")
 		return false
 	}
-	if _, err := jsonrpc.DecodeMessage(msg); err != nil {
+	m, err := jsonrpc.DecodeMessage(msg)
+	if r, ok := m.(*jsonrpc.Response); ok && err == nil && r.Result == nil && r.Error == nil {
+		err = errors.New("a message needs a method (request or notification) or a result or error (response)")
+	}
+	if err != nil {
 		var m struct {
 			ID json.RawMessage `json:"id"`
 		}
