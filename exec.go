@@ -104,6 +104,7 @@ func (s *Surface) ExecInput(ctx context.Context, callID string, in ExecInput) ap
 	disp := s.dispatcher(callID, counters, in.RestartSafe)
 	lim := rt.limits()
 	lim.NoDrain = in.RestartSafe
+	s.admit(&lim)
 	run, out := rt.engine.Start(ctx, disp, prog, tmpl, lim)
 	return s.finish(start, run, disp, out, in.RestartSafe, nil)
 }
@@ -136,8 +137,24 @@ func (s *Surface) WaitInput(ctx context.Context, callID string, in WaitInput) ap
 	sr := e.Value.(*suspendedRun)
 	lim := s.rt.limits()
 	lim.NoDrain = sr.replaySafe
+	s.admit(&lim)
 	out := sr.run.Resume(ctx, lim)
+	if out.Code == api.CodeOverloaded {
+		// Refused a slot before the VM was restored: the run stays for another wait.
+		s.rt.store.Release(e, sr.run.SnapshotBytes())
+		return api.ExecResult{Status: api.StatusFailed, Code: out.Code, Error: out.Error, Output: out.Output,
+			Telemetry: s.telemetry(start, sr.disp.Counters)}
+	}
 	return s.finish(start, sr.run, sr.disp, out, sr.replaySafe, e)
+}
+
+// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
+// sandbox asks for a slot, keyed by session for fairness, right before it creates a VM.
+func (s *Surface) admit(lim *sandbox.Limits) {
+	if a := s.rt.opts.Admission; a != nil {
+		key := s.run.SessionKey
+		lim.Admit = func(ctx context.Context) (func(), error) { return a.Acquire(ctx, key) }
+	}
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run.

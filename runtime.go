@@ -44,6 +44,14 @@ type Options struct {
 	Logger *slog.Logger
 	// Wasm overrides the QuickJS module bytes (tests).
 	Wasm []byte
+	// Admission, when set, bounds the execs and waits running VMs at once in the process:
+	// every exec and wait queues for a slot and fails with code "overloaded" when refused.
+	Admission Admission
+}
+
+// Admission hands out slots for running VMs, fairly between sessions (see internal/admission).
+type Admission interface {
+	Acquire(ctx context.Context, session string) (release func(), err error)
 }
 
 // Resources reaches MCP resources and prompts for MCP.<server>.resources/prompts.
@@ -82,7 +90,10 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	rt := &Runtime{opts: opts, cfg: cfg, cm: cfg.Tools.CodeMode, log: log,
-		store: runstore.New(cfg.Tools.CodeMode.SnapshotTTL()), catalogs: newCatalogCache(16)}
+		store: runstore.NewWithLimits(cfg.Tools.CodeMode.SnapshotTTL(), runstore.Limits{
+			MaxRunsPerSession: cfg.Runtime.Suspended.MaxRunsPerSession, MaxBytes: cfg.Runtime.Suspended.MaxBytes,
+			MaxBytesPerSession: cfg.Runtime.Suspended.MaxBytesPerSession}),
+		catalogs: newCatalogCache(16)}
 	if rt.cm.Enabled {
 		rt.loadEngine(ctx)
 	}

@@ -13,8 +13,10 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/builtin"
 	"github.com/codemode-go/codemode/internal/mcpup"
+	"github.com/codemode-go/codemode/internal/quickjs"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -27,6 +29,7 @@ type Gateway struct {
 	natives []*api.Tool
 	mcp     *mcpup.Manager // nil without MCP servers
 	plugins []api.Plugin   // started
+	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
 }
@@ -77,7 +80,13 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 			g.natives = append(g.natives, &c)
 		}
 	}
-	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm, Observer: opts.Observer}
+	// Admission control for every exec and wait of the process (runtime.admission); after a
+	// burst, pooled VM memories go back to the OS.
+	ac := admission.Derive(cfg)
+	ac.OnIdle = quickjs.ReleaseIdleMemory
+	g.adm = admission.New(ac)
+	quickjs.SetMemoryPoolSize(g.adm.MaxRunning())
+	ro := codemode.Options{Config: cfg, Logger: log, Wasm: opts.Wasm, Observer: opts.Observer, Admission: g.adm}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
 		ro.Resources = g.mcp
@@ -128,8 +137,11 @@ func (g *Gateway) MCPStatus() []mcpup.ServerStatus {
 
 // AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
 func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
-	return 0, 0, 0
+	return g.adm.Stats()
 }
+
+// Admission is the process's admission controller.
+func (g *Gateway) Admission() *admission.Controller { return g.adm }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.
 func (g *Gateway) Tools() []*api.Tool {

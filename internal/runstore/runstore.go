@@ -29,7 +29,19 @@ const (
 	ErrBusy         Error = "a wait for this code mode run is already in progress."
 	ErrCancelled    Error = "code mode run was cancelled."
 	ErrTooMany      Error = "too many suspended code mode runs."
+	// ErrTooManySession and ErrTooManyBytes keep one session from using up the store for the
+	// others (runtime.suspended); the session can finish or drop its own runs.
+	ErrTooManySession Error = "too many suspended code mode runs in this session: finish some with wait first."
+	ErrTooManyBytes   Error = "suspended code mode runs use too much memory: finish some with wait first."
 )
+
+// Limits bound the store beyond the per-process cap of MaxSuspended runs. Zero fields are
+// unbounded.
+type Limits struct {
+	MaxRunsPerSession  int
+	MaxBytes           int64
+	MaxBytesPerSession int64
+}
 
 // Backend is what the runtime needs from a run store. Store, the in-process map, implements it;
 // an opt-in shared store (a fleet of gateways resuming each other's runs) would implement it too,
@@ -71,6 +83,7 @@ type Store struct {
 	cancelled map[string]time.Time // recently cancelled ids, to say "cancelled" rather than "expired"
 	ttl       time.Duration
 	max       int
+	lim       Limits
 	timer     *time.Timer
 	closed    bool
 	now       func() time.Time
@@ -78,7 +91,12 @@ type Store struct {
 
 // New creates a store whose entries expire ttl after their last suspension.
 func New(ttl time.Duration) *Store {
-	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, now: time.Now}
+	return NewWithLimits(ttl, Limits{})
+}
+
+// NewWithLimits is New with per-session and byte limits.
+func NewWithLimits(ttl time.Duration, lim Limits) *Store {
+	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, lim: lim, now: time.Now}
 }
 
 // NewID returns an unguessable run id (128 random bits).
@@ -97,11 +115,37 @@ func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) err
 		return ErrUnavailable
 	}
 	s.expireLocked()
-	if _, ok := s.runs[id]; !ok && len(s.runs) >= s.max {
-		return ErrTooMany
+	if _, ok := s.runs[id]; !ok {
+		if err := s.admitLocked(scope.SessionKey, bytes); err != nil {
+			return err
+		}
 	}
 	s.runs[id] = &Entry{ID: id, Scope: scope, Value: v, Bytes: bytes, expires: s.now().Add(s.ttl)}
 	s.scheduleLocked()
+	return nil
+}
+
+// admitLocked checks the caps for one more run of a session.
+func (s *Store) admitLocked(session string, bytes int) error {
+	if len(s.runs) >= s.max {
+		return ErrTooMany
+	}
+	var n int
+	var total, mine int64
+	for _, e := range s.runs {
+		total += int64(e.Bytes)
+		if e.Scope.SessionKey == session {
+			n++
+			mine += int64(e.Bytes)
+		}
+	}
+	switch {
+	case s.lim.MaxRunsPerSession > 0 && n >= s.lim.MaxRunsPerSession:
+		return ErrTooManySession
+	case s.lim.MaxBytes > 0 && total+int64(bytes) > s.lim.MaxBytes,
+		s.lim.MaxBytesPerSession > 0 && mine+int64(bytes) > s.lim.MaxBytesPerSession:
+		return ErrTooManyBytes
+	}
 	return nil
 }
 

@@ -27,6 +27,10 @@ type Limits struct {
 	MaxSnapshotBytes int64
 	// NoDrain suspends instead of draining nested calls inside the exec (restart-safe runs, X9).
 	NoDrain bool
+	// Admit, when set, is called before a VM is created (exec) or restored (wait, once its
+	// pending work is ready) and may refuse with an error (process-wide admission control); its
+	// release function is called when the VM is gone.
+	Admit func(ctx context.Context) (release func(), err error)
 }
 
 // MaxQueued bounds nested calls waiting for a slot beyond MaxPending. A cell that starts more
@@ -64,6 +68,7 @@ const (
 	CodeOutputLimit        = api.CodeOutputLimit
 	CodeSnapshotLimit      = api.CodeSnapshotLimit
 	CodeInternal           = api.CodeInternal
+	CodeOverloaded         = api.CodeOverloaded
 	ReasonPendingTools     = api.ReasonPendingTools
 	ReasonYield            = api.ReasonYield
 )
@@ -150,6 +155,14 @@ func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmp
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
 		maxSnapshot: int(lim.MaxSnapshotBytes), noDrain: lim.NoDrain,
 	}
+	if lim.Admit != nil {
+		release, err := lim.Admit(ctx)
+		if err != nil {
+			r.Close()
+			return r, r.fail(admitCode(err), err.Error())
+		}
+		defer release()
+	}
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
 		r.Close()
@@ -162,6 +175,15 @@ func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmp
 		return r, o
 	}
 	return r, r.drive(ctx, vm)
+}
+
+// admitCode is the result code of a refused admission: overloaded, or timeout when the caller
+// gave up while queued.
+func admitCode(err error) string {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return CodeTimeout
+	}
+	return CodeOverloaded
 }
 
 // begin re-seeds Math.random, compiles the cell and calls it.

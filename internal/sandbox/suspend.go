@@ -86,6 +86,14 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 		}
 		t.Stop()
 	}
+	if lim.Admit != nil {
+		// Refused: the run stays suspended (snapshot intact) for a later wait.
+		release, err := lim.Admit(ctx)
+		if err != nil {
+			return Outcome{Status: StatusFailed, Code: admitCode(err), Error: err.Error(), Output: r.takeOutput()}
+		}
+		defer release()
+	}
 	img, err := DecodeSnapshot(r.eng.snapKey, r.tmpl, r.snapshot)
 	r.snapshot = nil
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
@@ -306,6 +307,16 @@ func TestProgressPassthrough(t *testing.T) { // upstream progress reaches a clie
 	res, err := cs.CallTool(context.Background(), p)
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
+	}
+	// The SDK client dispatches notifications apart from responses: the last one may land just
+	// after the result.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
