@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/progress"
@@ -49,11 +50,19 @@ func (s *server) progressFor(ctx context.Context, call *api.Call) (string, func(
 	}
 	s.progMu.Unlock()
 	return token, func() {
-		s.progMu.Lock()
-		delete(s.progress, token)
-		s.progMu.Unlock()
+		// The SDK client hands notifications to their handler apart from responses, so the
+		// last ones of a call can be delivered just after its result: keep routing them a
+		// moment longer.
+		time.AfterFunc(progressLinger, func() {
+			s.progMu.Lock()
+			delete(s.progress, token)
+			s.progMu.Unlock()
+		})
 	}
 }
+
+// progressLinger is how long a finished call's progress token still routes notifications.
+const progressLinger = 2 * time.Second
 
 // deliverProgress hands a notification to the call that owns its token (others are dropped).
 func (s *server) deliverProgress(p *mcp.ProgressNotificationParams) {

@@ -71,6 +71,11 @@ type mcpEndpoint struct {
 }
 
 func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodDelete {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+			e.s.endSessionByKey("mcp:" + id) // cancel its calls before the SDK waits for them
+		}
+	}
 	if r.Method != http.MethodPost {
 		e.sdk.ServeHTTP(w, r)
 		return
@@ -101,7 +106,7 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
 		return
 	case check.method == "initialize" && r.Header.Get("Mcp-Session-Id") == "" &&
-		e.opts.MaxSessions > 0 && e.s.sess.count() >= e.opts.MaxSessions:
+		e.opts.MaxSessions > 0 && e.s.sess.countHTTP() >= e.opts.MaxSessions:
 		w.Header().Set("Retry-After", "5")
 		writeRPCError(w, http.StatusServiceUnavailable, check.id, -32005,
 			"too many MCP sessions are open (serve.http.maxSessions = "+itoa(int64(e.opts.MaxSessions))+"); retry later")

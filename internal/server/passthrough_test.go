@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,7 @@ func (c *capture) result() json.RawMessage {
 // to every result (resultType, the serverInfo in _meta).
 func wireValue(t *testing.T, raw json.RawMessage) map[string]any {
 	t.Helper()
+	raw = createdAt.ReplaceAll(raw, []byte("created at TIME")) // server-everything stamps its resources
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
 		t.Fatalf("%v: %s", err, raw)
@@ -86,6 +88,8 @@ func wireValue(t *testing.T, raw json.RawMessage) map[string]any {
 	}
 	return m
 }
+
+var createdAt = regexp.MustCompile(`created at [0-9:]+ ?[APM]*`)
 
 // upstreamClient connects straight to server-everything, as the reference.
 func upstreamClient(t *testing.T, entry string) (*mcp.ClientSession, *capture) {

@@ -24,6 +24,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -270,7 +271,7 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 		}
 		last = p
 		mu.Unlock()
-		_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
+		_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
 	}
 }
 
@@ -295,11 +296,15 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.watch(ctx)
-	ss, err := s.srv.Connect(ctx, t, nil)
+	et := &endTransport{inner: t}
+	ss, err := s.srv.Connect(ctx, et, nil)
 	if err != nil {
 		return err
 	}
 	st := s.session(ss)
+	if st != nil {
+		et.onEnd(func() { s.endSession(ss, st) }) // EOF: cancel in-flight calls now
+	}
 	done := make(chan error, 1)
 	go func() { done <- ss.Wait() }()
 	select {
@@ -313,6 +318,57 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		s.endSession(ss, st) // now, rather than a moment later from its watcher
 	}
 	return err
+}
+
+// endTransport reports the end of its connection (a failed Read: EOF or a broken pipe) as soon
+// as it happens, before the SDK has drained the calls still in flight.
+type endTransport struct {
+	inner mcp.Transport
+	mu    sync.Mutex
+	ended bool
+	fn    func()
+}
+
+func (t *endTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &endConn{Connection: c, t: t}, nil
+}
+
+func (t *endTransport) onEnd(fn func()) {
+	t.mu.Lock()
+	ended := t.ended
+	t.fn = fn
+	t.mu.Unlock()
+	if ended {
+		go fn()
+	}
+}
+
+func (t *endTransport) end() {
+	t.mu.Lock()
+	fn := t.fn
+	first := !t.ended
+	t.ended = true
+	t.mu.Unlock()
+	if first && fn != nil {
+		go fn()
+	}
+}
+
+type endConn struct {
+	mcp.Connection
+	t *endTransport
+}
+
+func (c *endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.t.end()
+	}
+	return m, err
 }
 
 // Handler serves MCP over streamable HTTP with the loopback defaults of HTTPOptions.

@@ -14,7 +14,9 @@ import (
 // away frees its share of the run store for the others.
 //
 // Sessions are registered on their first request (a receiving middleware sees every one), and
-// one goroutine per session waits for its end.
+// one goroutine per session waits for its end. The SDK's session end waits for in-flight calls
+// to return, so the end is also detected earlier: a stdio transport's read failing (EOF), or an
+// HTTP DELETE, ends the session at once, cancelling what runs.
 
 type session struct {
 	key    string
@@ -25,13 +27,14 @@ type session struct {
 type sessions struct {
 	mu     sync.Mutex
 	byPtr  map[*mcp.ServerSession]*session
+	byKey  map[string]*mcp.ServerSession
 	next   int64
 	closed bool
 	wg     sync.WaitGroup
 }
 
 func newSessions() *sessions {
-	return &sessions{byPtr: map[*mcp.ServerSession]*session{}}
+	return &sessions{byPtr: map[*mcp.ServerSession]*session{}, byKey: map[string]*mcp.ServerSession{}}
 }
 
 // count is the number of live sessions.
@@ -39,6 +42,20 @@ func (ss *sessions) count() int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	return len(ss.byPtr)
+}
+
+// countHTTP is the number of live, initialized, addressable (Mcp-Session-Id) sessions: requests
+// without a session make short-lived sessions that do not count against serve.http.maxSessions.
+func (ss *sessions) countHTTP() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for ms := range ss.byPtr {
+		if ms.ID() != "" && ms.InitializeParams() != nil {
+			n++
+		}
+	}
+	return n
 }
 
 // session returns the session's state, registering it (and starting its watcher) on first sight.
@@ -61,6 +78,7 @@ func (s *Server) session(ms *mcp.ServerSession) *session {
 	st := &session{key: key}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	ss.byPtr[ms] = st
+	ss.byKey[key] = ms
 	s.metrics.sessions.Inc()
 	ss.wg.Add(1)
 	go func() {
@@ -80,11 +98,24 @@ func (s *Server) endSession(ms *mcp.ServerSession, st *session) {
 		return
 	}
 	delete(ss.byPtr, ms)
+	delete(ss.byKey, st.key)
 	ss.mu.Unlock()
 	st.cancel()
 	n := s.g.RT.EndSession(st.key)
 	s.metrics.sessions.Dec()
 	s.log.Debug("MCP session ended", "session", st.key, "droppedRuns", n)
+}
+
+// endSessionByKey ends the session with this key now (an HTTP DELETE: the SDK's own close waits
+// for in-flight calls, which must be cancelled first).
+func (s *Server) endSessionByKey(key string) {
+	s.sess.mu.Lock()
+	ms := s.sess.byKey[key]
+	st := s.sess.byPtr[ms]
+	s.sess.mu.Unlock()
+	if st != nil {
+		s.endSession(ms, st)
+	}
 }
 
 // closeSessions ends every session (shutdown) and waits for the watchers.
