@@ -332,3 +332,23 @@ func TestProgressPassthrough(t *testing.T) { // upstream progress reaches a clie
 		t.Fatal(err)
 	}
 }
+
+func TestUpstreamEnvironmentHasNoGatewaySecrets(t *testing.T) { // a real stdio server sees a minimal environment
+	entry := everything(t)
+	t.Setenv("OPENAI_API_KEY", "sk-gateway-secret")
+	t.Setenv("PASSED_ON", "visible")
+	cs, _ := gatewayClient(t, entry, func(c *config.Config) {
+		c.Tools.CodeMode.Enabled = false
+		sc := c.MCP.Servers["everything"]
+		sc.InheritEnv = []string{"PASSED_ON"}
+		c.MCP.Servers["everything"] = sc
+	})
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get-env", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	text := res.Content[0].(*mcp.TextContent).Text
+	if strings.Contains(text, "sk-gateway-secret") || !strings.Contains(text, "visible") || !strings.Contains(text, "PATH") {
+		t.Fatalf("upstream environment: %s", text)
+	}
+}
