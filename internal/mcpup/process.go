@@ -37,7 +37,7 @@ type process struct {
 
 const stderrQueue = 1024
 
-func (s *server) startCommand() (*process, *mcp.CommandTransport, error) {
+func (s *server) startCommand() (*process, mcp.Transport, error) {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
 	cmd.Env = childEnv(os.Environ(), s.cfg.InheritEnv, s.cfg.Env)
@@ -48,7 +48,7 @@ func (s *server) startCommand() (*process, *mcp.CommandTransport, error) {
 	}
 	cmd.Stderr = w
 	p := &process{log: s.log, cmd: cmd, r: r, w: w, wg: &s.m.wg}
-	return p, &mcp.CommandTransport{Command: cmd, TerminateDuration: s.m.opts.terminateGrace}, nil
+	return p, &commandTransport{cmd: cmd, terminate: s.m.opts.terminateGrace}, nil
 }
 
 // baseEnv are the gateway variables every stdio server gets: what programs need to run (find
