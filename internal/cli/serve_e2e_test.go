@@ -90,7 +90,7 @@ func (l *lockedBuffer) String() string {
 func startServe(t *testing.T, env []string, args ...string) *served {
 	t.Helper()
 	cmd := exec.Command(binary(t), append([]string{"serve"}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(append(os.Environ(), "CODEMODE_TOKEN="), env...) // the later value wins
 	pr, pw := io.Pipe()
 	buf := &lockedBuffer{}
 	cmd.Stderr = io.MultiWriter(buf, pw)

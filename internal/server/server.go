@@ -80,6 +80,11 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		Logger:       sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// No prompt or resource arguments to complete: an empty answer, rather than "method
+		// not found", for clients that ask anyway.
+		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+		},
 	})
 	s.srv.AddReceivingMiddleware(s.middleware)
 	s.refresh()
