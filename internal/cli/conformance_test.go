@@ -109,7 +109,7 @@ func runScenarios(t *testing.T, node, suite, url string, scenarios []string) {
 // conformanceFixture is the upstream MCP server with the suite's fixture tools, on stdio.
 func conformanceFixture() {
 	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC" // 1×1 red pixel
-	const wav = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="           // 8 samples of silence
+	const wav = "UklGRiwAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQgAAACAgICAgICAgA=="                     // 8 samples of silence
 	decode := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
 	s := mcp.NewServer(&mcp.Implementation{Name: "conformance-fixture", Version: "1"}, nil)
 	none := json.RawMessage(`{"type":"object","properties":{}}`)
