@@ -71,3 +71,11 @@ func memTotal(meminfo []byte) int64 {
 	}
 	return 0
 }
+
+// GoMemoryLimit is the soft limit for the Go runtime (debug.SetMemoryLimit) that keeps the
+// process near its budget: VM memories are Go memory, and without a limit the collector lets
+// garbage from finished VMs reach twice the live heap before it runs.
+func GoMemoryLimit(c Config) int64 { return c.MemoryBudget + goOverhead }
+
+// goOverhead is the room beside the VMs: catalogs, templates, sessions, buffers.
+const goOverhead = 512 << 20

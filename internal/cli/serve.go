@@ -8,10 +8,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/server"
 )
@@ -41,6 +43,10 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	log := stderrLogger(stderr)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The admission budget bounds VMs; this makes the collector keep the process near it.
+		debug.SetMemoryLimit(admission.GoMemoryLimit(admission.Derive(cfg)))
+	}
 	relay := &server.ObserverRelay{}
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Observer: relay})
 	if err != nil {

@@ -24,6 +24,8 @@ const (
 	// memPoolMax bounds the buffers worth keeping; larger ones (a cell that used a lot of memory)
 	// go back to the garbage collector.
 	memPoolMax = 32 << 20
+	// memGrowStep bounds one growth step of a large memory.
+	memGrowStep = 16 << 20
 )
 
 var memPool = struct {
@@ -102,7 +104,10 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 		}
 		return m.buf
 	}
-	nb := make([]byte, size, min(m.max, max64(size, 2*uint64(cap(m.buf)))))
+	// Double small memories; grow large ones by at most memGrowStep, so a heap near its limit
+	// does not carry twice its size in capacity.
+	grown := min(2*uint64(cap(m.buf)), uint64(cap(m.buf))+memGrowStep)
+	nb := make([]byte, size, min(m.max, max64(size, grown)))
 	copy(nb, m.buf)
 	m.buf = nb
 	return m.buf
