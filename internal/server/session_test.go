@@ -220,3 +220,35 @@ func connectStreamable(t *testing.T, url string) *mcp.ClientSession {
 	t.Cleanup(func() { cs.Close() })
 	return cs
 }
+
+func TestHTTPDeleteCancelsRunningExec(t *testing.T) { // W7 over HTTP: DELETE ends running execs at once
+	cfg := config.Default()
+	cfg.Tools.CodeMode.TimeoutMs = 60000
+	started, cancelled := make(chan struct{}), make(chan struct{})
+	slow := &api.Tool{Name: "slow", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		close(started)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}}
+	srv, _, ctx := openServer(t, cfg, []*api.Tool{slow})
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
+	t.Cleanup(ts.Close)
+	cs := connectStreamable(t, ts.URL+"/mcp")
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": `return await tools.slow({})`}})
+	}()
+	<-started
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	select {
+	case <-cancelled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the nested call outlived its deleted session")
+	}
+}
