@@ -236,11 +236,14 @@ func (s *server) connect(parent context.Context) (*session, []*api.Tool, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	tr.progress = s.deliverProgress
 	client := mcp.NewClient(clientInfo, &mcp.ClientOptions{
 		// We serve no roots, sampling or elicitation.
 		Capabilities: &mcp.ClientCapabilities{},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			s.deliverProgress(req.Params)
+			if !tr.wrap { // a wrapped connection delivers progress in order itself (tapConn)
+				s.deliverProgress(req.Params)
+			}
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {

@@ -312,9 +312,10 @@ func TestProgressPassthrough(t *testing.T) { // upstream progress reaches a clie
 	if err != nil || res.IsError {
 		t.Fatalf("%v %+v", err, res)
 	}
-	// The SDK client dispatches notifications apart from responses: the last one may land just
-	// after the result.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	// Every progress notification arrives before the result (a stdio upstream's progress is
+	// forwarded in read order). The SDK client here still hands notifications to the handler
+	// apart from responses, so give the handler a moment.
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		mu.Lock()
 		n := len(got)
 		mu.Unlock()
