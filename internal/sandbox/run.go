@@ -113,7 +113,10 @@ type Run struct {
 	program *source.Program
 	ctx     context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// call is the context of the exec or wait driving the VM now: when it ends (the client's
+	// session closed) the guest is interrupted too, even in a loop that awaits nothing.
+	call context.Context
+	wg   sync.WaitGroup
 
 	mu         sync.Mutex // guards ready, readyBytes, running and closed, shared with call goroutines
 	ready      []completion
@@ -169,6 +172,7 @@ func (e *Engine) Start(ctx context.Context, host Host, prog *source.Program, tmp
 		return r, r.fail(CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	defer vm.Close()
+	r.call = ctx
 	stop := r.arm(vm, lim.Timeout)
 	defer stop()
 	if o, ok := r.begin(vm); !ok {
@@ -224,7 +228,7 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 	r.deadline = time.Now().Add(timeout)
 	r.interrupts = false
 	vm.Interrupt = func() bool {
-		if r.abortCode != "" || time.Now().After(r.deadline) || r.ctx.Err() != nil {
+		if r.abortCode != "" || time.Now().After(r.deadline) || r.ctx.Err() != nil || (r.call != nil && r.call.Err() != nil) {
 			r.interrupts = true
 			return true
 		}
@@ -378,6 +382,9 @@ func (r *Run) fail(code, msg string) Outcome {
 func (r *Run) timeoutFailure() Outcome {
 	if r.ctx.Err() != nil {
 		return r.fail(CodeTimeout, "code mode run was cancelled")
+	}
+	if r.call != nil && r.call.Err() != nil {
+		return r.fail(CodeTimeout, "exec cancelled: "+r.call.Err().Error())
 	}
 	return r.fail(CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)")
 }

@@ -106,6 +106,7 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 		return r.fail(CodeRuntimeUnavailable, "cannot restore the suspended VM: "+err.Error())
 	}
 	defer vm.Close()
+	r.call = ctx
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
 	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, 0, lim.MemoryLimit

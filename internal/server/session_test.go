@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net/http"
@@ -251,4 +252,27 @@ func TestHTTPDeleteCancelsRunningExec(t *testing.T) { // W7 over HTTP: DELETE en
 	case <-time.After(20 * time.Second):
 		t.Fatal("the nested call outlived its deleted session")
 	}
+}
+
+func TestSessionCloseInterruptsBusyCell(t *testing.T) { // W7 even for a cell that awaits nothing
+	cfg := config.Default()
+	cfg.Tools.CodeMode.TimeoutMs = 60000
+	srv, _, ctx := openServer(t, cfg, nil)
+	inR, inW := io.Pipe()
+	out := bufio.NewReader(outPipe(t, srv, ctx, inR))
+	for _, l := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"code":"for (;;) {}"}}}`,
+	} {
+		if _, err := io.WriteString(inW, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := out.ReadString('\n'); err != nil { // the initialize answer
+		t.Fatal(err)
+	}
+	eventually(t, "the cell runs", func() bool { r, _, _ := srv.g.AdmissionStats(); return r == 1 })
+	inW.Close()
+	eventually(t, "the VM freed its slot", func() bool { r, _, _ := srv.g.AdmissionStats(); return r == 0 })
 }
