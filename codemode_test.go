@@ -598,7 +598,8 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 }
 
 func TestSuspendedRunCap(t *testing.T) { // W5
-	rt := newRuntime(t, testConfig(t))
+	// One session may hold every run here; runtime.suspended's per-session cap has its own tests.
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Runtime.Suspended.MaxRunsPerSession = 64 }))
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	for i := 0; i < 64; i++ {
 		if r := execCode(t, s, `await yield_control(); return 1`); r.Status != api.StatusWaiting {

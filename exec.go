@@ -221,6 +221,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	nsJSON := s.buildNamespaces(ctx, disp)
 	lim := rt.limits()
 	lim.RestartSafe = in.RestartSafe
+	s.admit(&lim)
 	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: callID, Namespaces: nsJSON})
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
 }
@@ -270,8 +271,25 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	sr := e.Value.(*suspendedRun)
 	lim := s.rt.limits()
 	lim.RestartSafe = sr.restartSafe
+	s.admit(&lim)
 	out := sr.run.Resume(ctx, lim)
+	if out.Code == api.CodeOverloaded {
+		// Refused a slot before the VM was resumed: the run stays for another wait.
+		s.rt.store.Release(e, sr.run.SnapshotBytes())
+		res := out.ExecResult
+		res.Telemetry = s.telemetry(start)
+		return res
+	}
 	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
+}
+
+// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
+// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM.
+func (s *Surface) admit(lim *sandbox.Limits) {
+	if a := s.rt.opts.Admission; a != nil {
+		key := s.run.SessionKey
+		lim.Admit = func(ctx context.Context) (func(), error) { return a.Acquire(ctx, key) }
+	}
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the

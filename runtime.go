@@ -71,6 +71,26 @@ type Options struct {
 	HotRuns int
 	// HotMemoryBytes bounds the linear memory those VMs hold (0: DefaultHotMemoryBytes).
 	HotMemoryBytes int64
+	// Suspended bounds the suspended runs of one session and their snapshots' bytes, beside the
+	// process cap of 64 runs (W5), so no session can use up the store for the others.
+	Suspended SuspendedLimits
+	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
+	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
+	// when refused. internal/admission's Controller is the gateway's.
+	Admission Admission
+}
+
+// SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
+// beyond the process cap on runs.
+type SuspendedLimits struct {
+	MaxRunsPerSession  int
+	MaxBytes           int64
+	MaxBytesPerSession int64
+}
+
+// Admission hands out slots for running VMs, fairly between sessions.
+type Admission interface {
+	Acquire(ctx context.Context, session string) (release func(), err error)
 }
 
 // Defaults of the hot VM bounds.
@@ -94,6 +114,8 @@ func ConfigOptions(cfg *config.Config) Options {
 		},
 		Approvals: approvalsFromConfig(t.Approvals),
 		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Suspended: SuspendedLimits{MaxRunsPerSession: cfg.Runtime.Suspended.MaxRunsPerSession,
+			MaxBytes: cfg.Runtime.Suspended.MaxBytes, MaxBytesPerSession: cfg.Runtime.Suspended.MaxBytesPerSession},
 	}
 }
 
@@ -197,8 +219,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
 		}
 	}
+	sl := opts.Suspended
 	rt := &Runtime{opts: opts, cm: cm, log: log,
-		store: runstore.New(cm.SnapshotTTL()), catalogs: newCatalogCache(16), counters: newRunCounters(4096),
+		store: runstore.NewWithLimits(cm.SnapshotTTL(), runstore.Limits{SessionRuns: sl.MaxRunsPerSession,
+			Bytes: sl.MaxBytes, SessionBytes: sl.MaxBytesPerSession}),
+		catalogs: newCatalogCache(16), counters: newRunCounters(4096),
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}

@@ -17,8 +17,18 @@ import (
 // ModelTool is a tool definition as the model receives it.
 type ModelTool struct {
 	Name        string          `json:"name"`
+	Title       string          `json:"title,omitempty"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
+	// OutputSchema describes the tool's structured result (its details / structuredContent).
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	// Annotations are MCP tool annotations (readOnlyHint, destructiveHint, …) as JSON.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	// Wire is an upstream MCP server's own definition of the tool, for exact passthrough
+	// (see api.Tool.Wire); nil for other tools.
+	Wire json.RawMessage `json:"-"`
+	// ID is the tool's catalog id (source:owner:name); "" for exec and wait.
+	ID string `json:"-"`
 }
 
 // Surface is one run's model-facing tool surface and the handle that executes the model's calls
@@ -54,6 +64,9 @@ func (s *Surface) Tools() []ModelTool {
 	out := make([]ModelTool, len(s.tools))
 	for i, t := range s.tools {
 		t.InputSchema = slices.Clone(t.InputSchema)
+		t.OutputSchema = slices.Clone(t.OutputSchema)
+		t.Annotations = slices.Clone(t.Annotations)
+		t.Wire = slices.Clone(t.Wire)
 		out[i] = t
 	}
 	return out
@@ -83,6 +96,9 @@ type CatalogInfo struct {
 	Sources api.SourceCounts
 	// IDs are the catalog ids in catalog order (K1).
 	IDs []string
+	// ReadOnly says every catalogued tool declares itself read-only (MCP tools never count as
+	// read-only): a cell of this run cannot change anything.
+	ReadOnly bool
 }
 
 // Catalog describes the run's hidden catalog; the zero value when code mode is not active.
@@ -91,9 +107,12 @@ func (s *Surface) Catalog() CatalogInfo {
 		return CatalogInfo{}
 	}
 	cat := s.cached.cat
-	info := CatalogInfo{Size: len(cat.Entries), Sources: cat.Counts(), IDs: make([]string, len(cat.Entries))}
+	info := CatalogInfo{Size: len(cat.Entries), Sources: cat.Counts(), IDs: make([]string, len(cat.Entries)), ReadOnly: true}
 	for i, e := range cat.Entries {
 		info.IDs[i] = e.ID
+		if !e.Tool.ReadOnly || e.Tool.Source == api.SourceMCP {
+			info.ReadOnly = false
+		}
 	}
 	return info
 }
@@ -253,7 +272,12 @@ func modelTool(t *api.Tool) ModelTool {
 	if desc == "" {
 		desc = t.Label
 	}
-	return ModelTool{Name: t.Name, Description: desc, InputSchema: slices.Clone(schema)}
+	ann := t.Annotations
+	if len(ann) == 0 && t.ReadOnly && t.Source != api.SourceMCP {
+		ann = json.RawMessage(`{"readOnlyHint":true}`) // a native tool's own declaration
+	}
+	return ModelTool{Name: t.Name, Title: t.Label, Description: desc, InputSchema: slices.Clone(schema),
+		OutputSchema: slices.Clone(t.OutputSchema), Annotations: slices.Clone(ann), Wire: slices.Clone(t.Wire), ID: t.ID()}
 }
 
 // fingerprint identifies a tool set by its definitions (not its implementations).

@@ -25,6 +25,9 @@ const (
 	CodeBlocked ErrorCode = "blocked"
 	// CodeHookFailed: a before_tool_call hook returned an error for the exec or wait.
 	CodeHookFailed ErrorCode = "hook_failed"
+	// CodeOverloaded: the process runs as many execs/waits as its admission limits allow and
+	// its queue is full (or the wait for a slot outlasted timeoutMs). Retry later.
+	CodeOverloaded ErrorCode = "overloaded"
 )
 
 // Waiting reasons.

@@ -50,6 +50,15 @@ type Tool struct {
 	// ReadOnly declares the tool free of side effects and safe to replay after a restart (W6).
 	ReadOnly bool
 
+	// Annotations are MCP tool annotations (behaviour hints such as readOnlyHint) as JSON. For
+	// MCP tools they are the server's own bytes: untrusted, shown to clients in direct exposure,
+	// never used for a decision (ReadOnly stays false).
+	Annotations json.RawMessage
+	// Wire is the tool's definition exactly as an upstream MCP server listed it (MCP tools
+	// only, bounded in size), so that direct exposure can pass it through unchanged: title,
+	// annotations, outputSchema, icons and _meta included.
+	Wire json.RawMessage
+
 	// Execute runs the tool. Input is the JSON input object.
 	Execute func(ctx context.Context, call *Call) (*Result, error)
 }
@@ -84,6 +93,10 @@ type Result struct {
 	Content []ContentBlock  `json:"content"`
 	Details json.RawMessage `json:"details,omitempty"`
 	IsError bool            `json:"isError,omitempty"`
+	// Raw is the upstream's CallToolResult exactly as received (MCP tools only). A gateway that
+	// exposes the tool directly sends it unchanged: content blocks byte for byte, with their
+	// annotations and _meta, and structuredContent only if the upstream sent one.
+	Raw json.RawMessage `json:"-"`
 }
 
 // ContentBlock is one piece of a tool result (MCP-compatible shape).
@@ -94,6 +107,14 @@ type ContentBlock struct {
 	MimeType string          `json:"mimeType,omitempty"`
 	URI      string          `json:"uri,omitempty"`
 	Resource json.RawMessage `json:"resource,omitempty"`
+	// resource_link fields.
+	Name        string `json:"name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	Size        *int64 `json:"size,omitempty"`
+	// Annotations (audience, priority, lastModified) and _meta, as JSON.
+	Annotations json.RawMessage `json:"annotations,omitempty"`
+	Meta        json.RawMessage `json:"_meta,omitempty"`
 }
 
 // TextResult is a convenience for tools that return text and a JSON details value.

@@ -32,6 +32,7 @@ type Config struct {
 	MCP       MCP
 	Plugins   Plugins
 	Runtime   Runtime
+	Serve     Serve
 }
 
 // Plugins is the `plugins` section: the bundled plugins, each off unless enabled.
@@ -140,8 +141,13 @@ func (m MCP) ServerNames() []string {
 type MCPServer struct {
 	Command string
 	Args    []string
-	Env     map[string]string // added to the gateway's environment for the child process
-	Cwd     string            // "" means the gateway's working directory
+	// Env is the child's environment on top of a minimal one (PATH, HOME, USER, LOGNAME, SHELL,
+	// TMPDIR, TZ, TERM, LANG and LC_*): the gateway's own variables — API keys among them —
+	// never reach an MCP server unless named here or in InheritEnv.
+	Env map[string]string
+	// InheritEnv names gateway environment variables passed to the child as they are.
+	InheritEnv []string
+	Cwd        string // "" means the gateway's working directory
 
 	URL     string            // http or https
 	Headers map[string]string // sent with every HTTP request
@@ -164,6 +170,10 @@ func (s MCPServer) Timeout() time.Duration { return time.Duration(s.TimeoutMs) *
 type Runtime struct {
 	CompileCache    bool   // default true; false compiles in memory on every start
 	CompileCacheDir string // "" means a "codemode/wazero" directory in the user cache dir
+	// Admission bounds the execs and waits running at once (see Admission).
+	Admission Admission
+	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
+	Suspended Suspended
 }
 
 // CompileCachePath returns the directory for wazero's compilation cache, or "" when the cache is
@@ -268,8 +278,16 @@ func defaults() *Config {
 				MaxBytes:  defaultWebFetchMaxBytes,
 			},
 		},
-		MCP:     MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true},
+		MCP: MCP{Servers: map[string]MCPServer{}},
+		Runtime: Runtime{CompileCache: true, Suspended: Suspended{
+			MaxRunsPerSession:  defaultMaxRunsPerSession,
+			MaxBytes:           defaultSuspendedMaxBytes,
+			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
+		}},
+		Serve: Serve{HTTP: ServeHTTP{
+			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
+			MaxSessions:               defaultMaxSessions,
+		}},
 	}
 }
 

@@ -226,6 +226,11 @@ var misplaced = map[string]string{
 	"codeMode":         "did you mean tools.codeMode?",
 	"servers":          "did you mean mcp.servers?",
 	"compileCache":     "did you mean runtime.compileCache?",
+	"admission":        "did you mean runtime.admission?",
+	"suspended":        "did you mean runtime.suspended?",
+	"token":            "did you mean serve.http.token?",
+	"http":             "did you mean serve.http?",
+	"serve.token":      "did you mean serve.http.token?",
 	"tools.mcpServers": "MCP servers go in the top-level mcp: { servers: { … } }",
 	"tools.mcp":        "mcp is a top-level section, not part of tools",
 	"tools.alsoAllow":  "did you mean tools.sandbox.tools.alsoAllow?",
@@ -361,7 +366,7 @@ func setInt[T int | int64](d *decoder, p path, m map[string]any, key string, lo,
 }
 
 func (d *decoder) config(m map[string]any, cfg *Config) {
-	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "plugins", "runtime"})
+	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "plugins", "runtime", "serve"})
 	d.setString(nil, m, "workspace", &cfg.Workspace)
 	if v, ok := m["tools"]; ok {
 		d.tools(path{"tools"}, v, &cfg.Tools)
@@ -379,10 +384,10 @@ func (d *decoder) config(m map[string]any, cfg *Config) {
 		}
 	}
 	if v, ok := m["runtime"]; ok {
-		if m, ok := d.object(path{"runtime"}, v, "compileCache", "compileCacheDir"); ok {
-			d.setBool(path{"runtime"}, m, "compileCache", &cfg.Runtime.CompileCache)
-			d.setString(path{"runtime"}, m, "compileCacheDir", &cfg.Runtime.CompileCacheDir)
-		}
+		d.runtime(path{"runtime"}, v, &cfg.Runtime)
+	}
+	if v, ok := m["serve"]; ok {
+		d.serve(path{"serve"}, v, &cfg.Serve)
 	}
 }
 
@@ -558,12 +563,18 @@ func (d *decoder) mcp(p path, v any, mc *MCP) {
 
 func (d *decoder) server(p path, v any) MCPServer {
 	s := MCPServer{Enabled: true, TimeoutMs: defaultMCPServerTimeoutMs}
-	m, ok := d.object(p, v, "command", "args", "env", "cwd", "url", "headers", "enabled", "timeoutMs")
+	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs")
 	if !ok {
 		return s
 	}
 	d.setString(p, m, "command", &s.Command)
 	d.setStrings(p, m, "args", &s.Args)
+	d.setStrings(p, m, "inheritEnv", &s.InheritEnv)
+	for i, k := range s.InheritEnv {
+		if strings.ContainsAny(k, "=\x00") {
+			d.errorf(p.key("inheritEnv").index(i), "invalid environment variable name %q", k)
+		}
+	}
 	d.setString(p, m, "cwd", &s.Cwd)
 	d.setString(p, m, "url", &s.URL)
 	d.setBool(p, m, "enabled", &s.Enabled)
@@ -610,7 +621,7 @@ func (d *decoder) server(p path, v any) MCPServer {
 		if _, isString := m["url"].(string); isString {
 			d.checkURL(p.key("url"), s.URL)
 		}
-		for _, k := range []string{"args", "env", "cwd"} {
+		for _, k := range []string{"args", "env", "inheritEnv", "cwd"} {
 			if _, ok := m[k]; ok {
 				d.keyErrorf(p.key(k), "%s applies only to stdio servers (command)", k)
 			}

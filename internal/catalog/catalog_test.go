@@ -105,7 +105,8 @@ func TestBuildOrderAndOmissions(t *testing.T) { // K1, K3
 	if got := strings.Join(ids, ","); got != "native:core:core1,native:plugin:p1,mcp:srv:m1,client:app:c1" {
 		t.Fatalf("order %s", got)
 	}
-	if len(c.DirectOnly) != 1 || len(c.Warnings()) != 1 {
+	// One duplicate, three control-tool names (wait, tool_search, tool_call): reported, not dropped silently.
+	if len(c.DirectOnly) != 1 || len(c.Warnings()) != 4 {
 		t.Fatalf("direct %d warnings %v", len(c.DirectOnly), c.Warnings())
 	}
 	if s := c.Counts(); s.Native != 2 || s.MCP != 1 || s.Client != 1 {

@@ -7,18 +7,24 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
+	"strings"
 	"time"
 
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/server"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
 // runServe runs the MCP gateway: on stdin/stdout by default, or streamable HTTP with --http.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlags("serve", stderr)
 	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
-	addr := fs.String("http", "", "serve MCP over streamable HTTP on this address (e.g. 127.0.0.1:8765) instead of stdio")
+	addr := fs.String("http", "", "serve MCP over streamable HTTP at ADDR/mcp instead of stdio: PORT (loopback), HOST:PORT, or :PORT (all interfaces; needs a token)")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return exitUsage
@@ -31,8 +37,30 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return configError(stderr, err)
 	}
+	var lst listenSpec
+	if *addr != "" {
+		if lst, err = listenConfig(*addr, cfg.Serve.HTTP); err != nil {
+			fmt.Fprintln(stderr, "codemode serve:", err)
+			return exitUsage
+		}
+	}
 	log := stderrLogger(stderr)
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log})
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The admission budget bounds VMs; this makes the collector keep the process near it.
+		debug.SetMemoryLimit(admission.GoMemoryLimit(admission.Derive(cfg)))
+	}
+	relay := &server.TrajectoryRelay{}
+	sinks := []api.Trajectory{relay}
+	if cfg.Serve.Trajectory != "" {
+		w, err := trajectory.Create(cfg.Serve.Trajectory)
+		if err != nil {
+			fmt.Fprintln(stderr, "codemode serve: serve.trajectory:", err)
+			return exitUsage
+		}
+		defer w.Close()
+		sinks = append(sinks, w)
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
@@ -44,22 +72,37 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		log.Error("code mode runtime unavailable: every exec will fail", "err", err)
 	}
 	server.Version = versionString()
-	srv := server.New(g, log)
+	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats})
+	relay.Set(srv.Trajectory())
+	defer srv.Close()
 	if *addr == "" {
-		err := srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		fmt.Fprintln(stderr, startLine(srv, "MCP on stdio"))
+		err := srv.Run(ctx, server.StdioTransport(stdin, stdout))
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "codemode serve:", err)
 			return exitFailed
 		}
 		return exitOK
 	}
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", lst.addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
-	hs := &http.Server{Handler: srv.Handler(ctx), ReadHeaderTimeout: 10 * time.Second}
-	log.Warn("serving MCP over streamable HTTP", "addr", ln.Addr().String())
+	hs := &http.Server{
+		Handler:           srv.HTTPHandler(ctx, lst.opts),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+	}
+	auth := "no token: loopback only"
+	if lst.opts.Token != "" {
+		auth = "bearer token required"
+	}
+	fmt.Fprintln(stderr, startLine(srv, fmt.Sprintf("MCP over streamable HTTP at http://%s/mcp (%s; also /healthz /readyz /metrics)", ln.Addr(), auth)))
+	if !lst.opts.Loopback {
+		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
+	}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -73,6 +116,78 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	return exitOK
 }
 
-type nopWriteCloser struct{ io.Writer }
+type listenSpec struct {
+	addr string
+	opts server.HTTPOptions
+}
 
-func (nopWriteCloser) Close() error { return nil }
+// listenConfig decides where and how to listen. A bare port means loopback. A non-loopback
+// address (including ":PORT", every interface) is refused unless a bearer token is configured
+// (serve.http.token or CODEMODE_TOKEN).
+func listenConfig(addr string, hc config.ServeHTTP) (listenSpec, error) {
+	if isDigits(addr) {
+		addr = "127.0.0.1:" + addr
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return listenSpec{}, fmt.Errorf("--http %q: expected PORT, HOST:PORT or :PORT", addr)
+	}
+	loopback := host == "localhost"
+	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
+		loopback = ip.IsLoopback()
+	}
+	token := hc.Token
+	if token == "" {
+		if token = os.Getenv(config.TokenEnv); token != "" {
+			if msg := config.CheckToken(token); msg != "" {
+				return listenSpec{}, fmt.Errorf("%s: %s", config.TokenEnv, msg)
+			}
+		}
+	}
+	if !loopback && token == "" {
+		where := host
+		if where == "" {
+			where = "every interface"
+		}
+		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
+			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), or bind a loopback address such as 127.0.0.1:PORT",
+			addr, where, config.TokenEnv)
+	}
+	return listenSpec{addr: addr, opts: server.HTTPOptions{
+		Token: token, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
+		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions,
+	}}, nil
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// startLine is the one line on stderr that says what is served and where: the transport, the
+// tool count and each upstream's state.
+func startLine(srv *server.Server, where string) string {
+	r := srv.Readiness()
+	var b strings.Builder
+	fmt.Fprintf(&b, "codemode serve: %s — %d tools", where, r.Tools)
+	if r.Runtime == "unavailable" {
+		b.WriteString(", code mode runtime UNAVAILABLE")
+	}
+	if len(r.Servers) > 0 {
+		b.WriteString("; upstreams:")
+		for _, u := range r.Servers {
+			fmt.Fprintf(&b, " %s=%s", u.Name, u.State)
+			if u.State == "ready" {
+				fmt.Fprintf(&b, "(%d tools)", u.Tools)
+			}
+		}
+	}
+	return b.String()
+}

@@ -40,8 +40,8 @@ const refused = {};
 for (const id of ["exec", "wait", "tool_search", "client:cli:wait", "client:cli:tool_search", "mcp:inner:wait", "mcp:inner:exec"]) {
   try { await tools.callValue(id, {code: "return 1"}); refused[id] = "called" } catch (e) { refused[id] = e.code }
 }
-return {ids, refused, mcp: Object.keys(MCP), shortExec: typeof tools.exec, shortWait: typeof tools.wait,
-  execIs: typeof tools.exec === "function" ? await tools.exec({}) : null};`, false,
+return {ids, refused, mcp: Object.keys(MCP), shortExec: ("exec" in tools ? typeof tools.exec : "undefined"), shortWait: ("wait" in tools ? typeof tools.wait : "undefined"),
+  execIs: ("exec" in tools ? typeof tools.exec : "undefined") === "function" ? await tools.exec({}) : null};`, false,
 					func(t testing.TB, turns [][]result) {
 						r := only(t, turns)
 						var v struct {

@@ -170,7 +170,7 @@ const dts = await API.read("mcp/everything.d.ts");
 const echo = await MCP.everything.echo({message: "through MCP"});
 let direct; try { await tools.callValue("mcp:everything:echo", {message: "x"}); direct = "called" } catch (e) { direct = e.code || String(e) }
 return {files: files.map(f => f.path), declaresEcho: dts.includes("function echo("), echo: echo.content[0].text, direct,
-  inAll: ALL_TOOLS.some(t => t.id.startsWith("mcp:")), toolsEcho: typeof tools.echo,
+  inAll: ALL_TOOLS.some(t => t.id.startsWith("mcp:")), toolsEcho: ("echo" in tools ? typeof tools.echo : "undefined"),
   found: (await tools.search("echo message")).some(h => h.id.startsWith("mcp:"))};`, false,
 			func(t testing.TB, turns [][]result) {
 				r := only(t, turns)
@@ -193,7 +193,7 @@ return {files: files.map(f => f.path), declaresEcho: dts.includes("function echo
 let called; try { await tools.callValue("native:core:web_fetch", {url: "http://127.0.0.1:1/"}); called = "called" } catch (e) { called = e.code + ": " + e.message }
 return {called, inAll: ALL_TOOLS.some(t => t.id === "native:core:web_fetch"),
   inSearch: (await tools.search("fetch a web page url http")).some(h => h.id === "native:core:web_fetch"),
-  short: typeof tools.web_fetch};`, false,
+  short: ("web_fetch" in tools ? typeof tools.web_fetch : "undefined")};`, false,
 			func(t testing.TB, turns [][]result) {
 				r := only(t, turns)
 				telemetry(t, r)

@@ -13,9 +13,11 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/builtin"
 	"github.com/codemode-go/codemode/internal/mcpup"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
+	"github.com/codemode-go/codemode/internal/quickjs"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -27,6 +29,7 @@ type Gateway struct {
 	mu      sync.Mutex
 	natives []*api.Tool
 	mcp     *mcpup.Manager // nil without MCP servers
+	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
 }
@@ -64,7 +67,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
+	// Admission control for every exec and wait of the process (runtime.admission); after a
+	// burst, pooled VM memories go back to the OS.
+	ac := admission.Derive(cfg)
+	ac.OnIdle = quickjs.ReleaseIdleMemory
+	g.adm = admission.New(ac)
+	quickjs.SetMemoryPoolSize(g.adm.MaxRunning())
 	ro := codemode.ConfigOptions(cfg)
+	ro.Admission = g.adm
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
 	ro.Hooks = opts.Hooks
@@ -127,6 +137,14 @@ func (g *Gateway) MCPStatus() []mcpup.ServerStatus {
 	}
 	return g.mcp.Status()
 }
+
+// AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
+func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
+	return g.adm.Stats()
+}
+
+// Admission is the process's admission controller.
+func (g *Gateway) Admission() *admission.Controller { return g.adm }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.
 func (g *Gateway) Tools() []*api.Tool {

@@ -82,6 +82,10 @@ type tapTransport struct {
 	inner   mcp.Transport
 	wrap    bool   // wrap the connection in a tapConn (everything but streamable HTTP)
 	started func() // may be nil
+	// progress receives notifications/progress in the order they were read, before the
+	// response that follows them (the SDK hands notifications to handlers apart from
+	// responses, so a call's last progress could otherwise come after its result).
+	progress func(*mcp.ProgressNotificationParams)
 
 	mu   sync.Mutex
 	conn mcp.Connection // the SDK's connection (not the tapConn)
@@ -102,7 +106,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if !t.wrap {
 		return conn, nil
 	}
-	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}}
+	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, progress: t.progress}
 	return t.tap, nil
 }
 
@@ -129,8 +133,9 @@ func (t *tapTransport) release(c *capture) {
 // tapConn observes the JSON-RPC messages of a stdio or in-memory connection.
 type tapConn struct {
 	mcp.Connection
-	mu      sync.Mutex
-	pending map[jsonrpc.ID]*capture
+	mu       sync.Mutex
+	pending  map[jsonrpc.ID]*capture
+	progress func(*mcp.ProgressNotificationParams)
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -151,6 +156,12 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.progress != nil && !req.IsCall() && req.Method == "notifications/progress" {
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(req.Params, &p) == nil {
+			c.progress(&p)
+		}
+	}
 	resp, ok := msg.(*jsonrpc.Response)
 	if err != nil || !ok {
 		return msg, err

@@ -62,6 +62,12 @@ func helperServer() {
 		os.Exit(3)
 		return nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "oversized", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return textResult(strings.Repeat("x", 17<<20)), nil // one line over the SDK's 16 MiB
+	})
+	s.AddTool(&mcp.Tool{Name: "deep", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`)}, nil
+	})
 	s.AddTool(&mcp.Tool{Name: "pid", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strconv.Itoa(os.Getpid())), nil
 	})

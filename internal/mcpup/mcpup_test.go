@@ -255,7 +255,7 @@ func TestUnreachableServerDoesNotAffectOthers(t *testing.T) {
 	if _, err := call(t, tool(t, m, "good", "plain"), `{}`); err != nil {
 		t.Error(err)
 	}
-	if _, err := m.ListResources(context.Background(), "down"); err == nil || !strings.HasPrefix(err.Error(), "MCP server down is not connected: ") {
+	if _, err := m.ListResources(context.Background(), "down"); err == nil || !strings.HasPrefix(err.Error(), "MCP server down is not connected (failed; reconnecting): ") {
 		t.Errorf("down: %v", err)
 	}
 	eventually(t, 5*time.Second, "retries", func() bool { return statusOf(m, "down").Restarts >= 2 })
@@ -294,7 +294,7 @@ func TestHTTPServerGoesAway(t *testing.T) {
 		t.Fatalf("call to a dead server: %v", err)
 	}
 	eventually(t, 5*time.Second, "failed status", func() bool { return statusOf(m, "web").State == StateFailed })
-	if _, err := call(t, plain, `{}`); err == nil || !strings.HasPrefix(err.Error(), "MCP server web is not connected: ") {
+	if _, err := call(t, plain, `{}`); err == nil || !strings.HasPrefix(err.Error(), "MCP server web is not connected (failed; reconnecting): ") {
 		t.Errorf("fail fast: %v", err)
 	}
 }

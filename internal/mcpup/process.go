@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,21 +37,10 @@ type process struct {
 
 const stderrQueue = 1024
 
-func (s *server) startCommand() (*process, *mcp.CommandTransport, error) {
+func (s *server) startCommand() (*process, mcp.Transport, error) {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Dir = s.cfg.Cwd
-	if len(s.cfg.Env) > 0 {
-		env := os.Environ()
-		keys := make([]string, 0, len(s.cfg.Env))
-		for k := range s.cfg.Env {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
-			env = append(env, k+"="+s.cfg.Env[k])
-		}
-		cmd.Env = env
-	}
+	cmd.Env = childEnv(os.Environ(), s.cfg.InheritEnv, s.cfg.Env)
 	setProcAttr(cmd)
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -58,7 +48,46 @@ func (s *server) startCommand() (*process, *mcp.CommandTransport, error) {
 	}
 	cmd.Stderr = w
 	p := &process{log: s.log, cmd: cmd, r: r, w: w, wg: &s.m.wg}
-	return p, &mcp.CommandTransport{Command: cmd, TerminateDuration: s.m.opts.terminateGrace}, nil
+	return p, &commandTransport{cmd: cmd, terminate: s.m.opts.terminateGrace}, nil
+}
+
+// baseEnv are the gateway variables every stdio server gets: what programs need to run (find
+// executables, a home and temp directory, the user, locale and terminal), nothing that carries
+// credentials.
+var baseEnv = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "TERM", "LANG", "LANGUAGE"}
+
+// childEnv is a stdio server's environment: the base variables and LC_*, the variables named in
+// inheritEnv, then the configured env (which wins). The gateway's other variables — API keys,
+// tokens, CODEMODE_TOKEN — never reach a server unless the configuration names them.
+func childEnv(gateway, inherit []string, set map[string]string) []string {
+	keep := map[string]bool{}
+	for _, k := range baseEnv {
+		keep[k] = true
+	}
+	for _, k := range inherit {
+		keep[k] = true
+	}
+	var env []string
+	for _, kv := range gateway {
+		k, _, ok := strings.Cut(kv, "=")
+		if ok && (keep[k] || strings.HasPrefix(k, "LC_")) {
+			if _, override := set[k]; !override {
+				env = append(env, kv)
+			}
+		}
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env = append(env, k+"="+set[k])
+	}
+	if env == nil {
+		env = []string{} // never nil: nil would mean "inherit everything"
+	}
+	return env
 }
 
 // started runs once the command has started.

@@ -29,6 +29,7 @@ type server struct {
 	cfg  config.MCPServer
 	log  *slog.Logger
 	http *http.Transport // HTTP servers: one pool per server, across reconnects
+	red  *redactor       // removes the URL's credentials from errors
 
 	ready     chan struct{} // closed after the first attempt ends (or on stop)
 	readyOnce sync.Once
@@ -38,6 +39,11 @@ type server struct {
 	// rawSchemas keeps the last raw schemas seen per tool, for list pages the SDK serves from
 	// its cache (no bytes on the wire). Only the supervisor goroutine touches it.
 	rawSchemas map[string]rawTool
+
+	// progress routes the server's notifications/progress to the call that asked for them.
+	progMu   sync.Mutex
+	progress map[string]func(*mcp.ProgressNotificationParams)
+	progSeq  int64
 
 	mu       sync.Mutex
 	state    State
@@ -68,7 +74,7 @@ type session struct {
 func newServer(m *Manager, name string, sc config.MCPServer) *server {
 	s := &server{m: m, name: name, cfg: sc, log: m.log.With("mcpServer", name),
 		ready: make(chan struct{}), kick: make(chan kick, 1), refresh: make(chan struct{}, 1),
-		state: StateConnecting, since: time.Now()}
+		state: StateConnecting, since: time.Now(), red: newRedactor(sc.URL)}
 	if !sc.Stdio() {
 		s.http = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -78,8 +84,14 @@ func newServer(m *Manager, name string, sc config.MCPServer) *server {
 func (s *server) markReady() { s.readyOnce.Do(func() { close(s.ready) }) }
 
 func (s *server) setState(st State, err error, tools []*api.Tool, sess *session) {
+	err = s.red.scrub(err)
 	s.mu.Lock()
-	changed := len(s.tools) != 0 || len(tools) != 0 // the tool list (may have) changed
+	if tools == nil && (st == StateConnecting || st == StateFailed) {
+		// While the server reconnects its tools stay in the catalog, so MCP.<server>.<tool>
+		// stays defined and fails with a catchable error that names the server and its state.
+		tools = s.tools
+	}
+	changed := !sameTools(s.tools, tools)
 	if s.state != st {
 		s.since = time.Now()
 	}
@@ -93,6 +105,18 @@ func (s *server) setState(st State, err error, tools []*api.Tool, sess *session)
 	}
 }
 
+func sameTools(a, b []*api.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // live returns the current session or a clear error.
 func (s *server) live() (*session, error) {
 	s.mu.Lock()
@@ -104,7 +128,7 @@ func (s *server) live() (*session, error) {
 	case s.state == StateStopped:
 		return nil, fmt.Errorf("MCP server %s is not connected: stopped", s.name)
 	case s.lastErr != nil:
-		return nil, fmt.Errorf("MCP server %s is not connected: %v", s.name, s.lastErr)
+		return nil, fmt.Errorf("MCP server %s is not connected (%s; reconnecting): %v", s.name, s.state, s.lastErr)
 	default:
 		return nil, fmt.Errorf("MCP server %s is not connected: still connecting", s.name)
 	}
@@ -126,6 +150,7 @@ func (s *server) run() {
 		s.mu.Unlock()
 		s.setState(StateConnecting, nil, nil, nil)
 		sess, tools, err := s.connect(ctx)
+		err = s.red.scrub(err)
 		if err != nil {
 			if ctx.Err() != nil {
 				break
@@ -138,7 +163,7 @@ func (s *server) run() {
 			s.markReady()
 			s.log.Info("MCP server ready", "tools", len(tools))
 			began := time.Now()
-			reason := s.serve(ctx, sess)
+			reason := s.red.scrub(s.serve(ctx, sess))
 			s.retire(sess)
 			if ctx.Err() != nil {
 				break
@@ -194,7 +219,7 @@ func (s *server) serve(ctx context.Context, sess *session) error {
 				if isConnError(err) {
 					return fmt.Errorf("refreshing tools: %w", err)
 				}
-				s.log.Warn("MCP server tools/list failed; keeping the previous tools", "err", err)
+				s.log.Warn("MCP server tools/list failed; keeping the previous tools", "err", s.red.scrub(err))
 				continue
 			}
 			s.setState(StateReady, nil, tools, sess)
@@ -211,9 +236,15 @@ func (s *server) connect(parent context.Context) (*session, []*api.Tool, error) 
 	if err != nil {
 		return nil, nil, err
 	}
+	tr.progress = s.deliverProgress
 	client := mcp.NewClient(clientInfo, &mcp.ClientOptions{
 		// We serve no roots, sampling or elicitation.
 		Capabilities: &mcp.ClientCapabilities{},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if !tr.wrap { // a wrapped connection delivers progress in order itself (tapConn)
+				s.deliverProgress(req.Params)
+			}
+		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refresh <- struct{}{}:
@@ -325,8 +356,13 @@ func (s *server) callCtx(ctx context.Context, sess *session) (context.Context, *
 	}
 }
 
-// callError turns a failed request into an error that names the server and says what to do.
+// callError turns a failed request into an error that names the server and says what to do,
+// without the URL's credentials.
 func (s *server) callError(parent, ctx context.Context, sess *session, what string, err error) error {
+	return s.red.scrub(s.callError1(parent, ctx, sess, what, err))
+}
+
+func (s *server) callError1(parent, ctx context.Context, sess *session, what string, err error) error {
 	switch {
 	case parent.Err() != nil:
 		return fmt.Errorf("MCP server %s: %s: %w", s.name, what, parent.Err())

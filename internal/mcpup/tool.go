@@ -13,26 +13,43 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rawTool holds the schemas of one tool exactly as the server sent them.
+// rawTool holds one tool exactly as the server sent it: its schemas and its whole definition.
 type rawTool struct {
-	Input  json.RawMessage `json:"inputSchema"`
-	Output json.RawMessage `json:"outputSchema"`
+	Input       json.RawMessage `json:"inputSchema"`
+	Output      json.RawMessage `json:"outputSchema"`
+	Annotations json.RawMessage `json:"annotations"`
+	Wire        json.RawMessage `json:"-"`
 }
+
+// maxWireBytes bounds a tool definition kept for passthrough: two full schemas, a description
+// and room for title, annotations, icons and _meta. Larger ones are served from the bounded
+// fields instead.
+const maxWireBytes = 2*maxSchemaBytes + maxDescBytes + 64<<10
 
 // parseRawTools reads the schemas out of a raw tools/list result into into (first one of a name
 // wins, as in the tool list itself).
 func parseRawTools(raw json.RawMessage, into map[string]rawTool) {
 	var page struct {
-		Tools []struct {
-			Name string `json:"name"`
-			rawTool
-		} `json:"tools"`
+		Tools []json.RawMessage `json:"tools"`
 	}
 	if json.Unmarshal(raw, &page) != nil {
 		return
 	}
-	for _, t := range page.Tools {
+	for _, w := range page.Tools {
+		var t struct {
+			Name string `json:"name"`
+			rawTool
+		}
+		if json.Unmarshal(w, &t) != nil {
+			continue
+		}
 		if _, dup := into[t.Name]; !dup {
+			if len(w) <= maxWireBytes {
+				var c bytes.Buffer
+				if json.Compact(&c, w) == nil {
+					t.Wire = c.Bytes()
+				}
+			}
 			into[t.Name] = t.rawTool
 		}
 	}
@@ -124,6 +141,12 @@ func (s *server) makeTool(t *mcp.Tool, raw rawTool) *api.Tool {
 	}
 	at.InputSchema = s.schema(t.Name, "inputSchema", raw.Input, t.InputSchema)
 	at.OutputSchema = s.schema(t.Name, "outputSchema", raw.Output, t.OutputSchema)
+	if a := bytes.TrimSpace(raw.Annotations); len(a) > 0 && a[0] == '{' && len(a) <= 64<<10 {
+		at.Annotations = a
+	} else if raw.Wire == nil && t.Annotations != nil {
+		at.Annotations, _ = json.Marshal(t.Annotations)
+	}
+	at.Wire = raw.Wire
 	ct := &callTool{s: s, name: t.Name, outputSchema: at.OutputSchema}
 	at.Execute = ct.execute
 	return at
@@ -174,7 +197,12 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 	}
 	cctx, cp, done := s.callCtx(ctx, sess)
 	defer done()
-	res, err := sess.cs.CallTool(cctx, &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)})
+	params := &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)}
+	if token, stop := s.progressFor(ctx, call); token != "" {
+		params.SetProgressToken(token)
+		defer stop()
+	}
+	res, err := sess.cs.CallTool(cctx, params)
 	if err != nil {
 		return nil, s.callError(ctx, cctx, sess, what, err)
 	}
@@ -242,6 +270,7 @@ func (c *callTool) result(raw json.RawMessage) (*api.Result, error) {
 		return nil, fmt.Errorf("MCP server %s: tool %s: malformed result: %v", s.name, c.name, err)
 	}
 	out.Details = compact.Bytes()
+	out.Raw = raw
 	return out, nil
 }
 

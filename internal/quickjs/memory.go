@@ -1,7 +1,9 @@
 package quickjs
 
 import (
+	"runtime/debug"
 	"sync"
+	"sync/atomic"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -10,6 +12,10 @@ import (
 // few MB into it, and allocating (then garbage-collecting) that much per exec dominated its cost.
 // A recycled buffer is zeroed before the instance sees it, as WebAssembly requires, so nothing of
 // a previous VM survives into the next.
+//
+// The pool is bounded (by default 16 buffers; the gateway sets it to its number of admission
+// slots), so a burst of parallel VMs does not stay resident afterwards, and ReleaseIdleMemory
+// empties it and hands the memory back to the OS once the process is idle.
 
 const (
 	// memReserve is the capacity a fresh buffer gets, so templates and typical cells never
@@ -18,17 +24,56 @@ const (
 	// memPoolMax bounds the buffers worth keeping; larger ones (a cell that used a lot of memory)
 	// go back to the garbage collector.
 	memPoolMax = 32 << 20
+	// memGrowStep bounds one growth step of a large memory.
+	memGrowStep = 16 << 20
 )
 
-var memPool sync.Pool // of *[]byte with len 0
+var memPool = struct {
+	sync.Mutex
+	free [][]byte // len 0, cap ≤ memPoolMax
+	max  int
+}{max: 16}
+
+// pooledBytes is the capacity held by the pool, for tests and metrics.
+var pooledBytes atomic.Int64
+
+// SetMemoryPoolSize bounds the buffers kept for reuse (at least 1).
+func SetMemoryPoolSize(n int) {
+	memPool.Lock()
+	memPool.max = max(n, 1)
+	for len(memPool.free) > memPool.max {
+		drop := memPool.free[len(memPool.free)-1]
+		memPool.free = memPool.free[:len(memPool.free)-1]
+		pooledBytes.Add(-int64(cap(drop)))
+	}
+	memPool.Unlock()
+}
+
+// ReleaseIdleMemory empties the pool and returns freed memory to the OS. It costs a garbage
+// collection: call it when the process has been idle for a while, not per exec.
+func ReleaseIdleMemory() {
+	memPool.Lock()
+	memPool.free = nil
+	pooledBytes.Store(0)
+	memPool.Unlock()
+	debug.FreeOSMemory()
+}
+
+// PooledMemory is the capacity of the buffers kept for reuse.
+func PooledMemory() int64 { return pooledBytes.Load() }
 
 type pooledAllocator struct{}
 
 func (pooledAllocator) Allocate(capacity, max uint64) experimental.LinearMemory {
 	m := &linearMemory{max: max}
-	if p, ok := memPool.Get().(*[]byte); ok {
-		m.buf = (*p)[:0]
-	} else {
+	memPool.Lock()
+	if n := len(memPool.free); n > 0 {
+		m.buf = memPool.free[n-1]
+		memPool.free = memPool.free[:n-1]
+		pooledBytes.Add(-int64(cap(m.buf)))
+	}
+	memPool.Unlock()
+	if m.buf == nil {
 		m.buf = make([]byte, 0, min(max, max64(capacity, memReserve)))
 	}
 	return m
@@ -59,17 +104,25 @@ func (m *linearMemory) Reallocate(size uint64) []byte {
 		}
 		return m.buf
 	}
-	nb := make([]byte, size, min(m.max, max64(size, 2*uint64(cap(m.buf)))))
+	// Double small memories; grow large ones by at most memGrowStep, so a heap near its limit
+	// does not carry twice its size in capacity.
+	grown := min(2*uint64(cap(m.buf)), uint64(cap(m.buf))+memGrowStep)
+	nb := make([]byte, size, min(m.max, max64(size, grown)))
 	copy(nb, m.buf)
 	m.buf = nb
 	return m.buf
 }
 
-// Free returns the buffer to the pool.
+// Free returns the buffer to the pool, or to the garbage collector when the pool is full or the
+// buffer is large.
 func (m *linearMemory) Free() {
 	if m.buf != nil && cap(m.buf) <= memPoolMax {
-		b := m.buf[:0]
-		memPool.Put(&b)
+		memPool.Lock()
+		if len(memPool.free) < memPool.max {
+			memPool.free = append(memPool.free, m.buf[:0])
+			pooledBytes.Add(int64(cap(m.buf)))
+		}
+		memPool.Unlock()
 	}
 	m.buf = nil
 }

@@ -319,3 +319,29 @@ func TestRejectionTracker(t *testing.T) {
 		t.Fatalf("restored VM: %+v", events)
 	}
 }
+
+func TestMemoryPoolBounded(t *testing.T) { // bursts do not stay resident
+	SetMemoryPoolSize(2)
+	defer SetMemoryPoolSize(16)
+	var ms []*linearMemory
+	for range 5 {
+		m := memAllocator.Allocate(1<<20, 64<<20).(*linearMemory)
+		m.Reallocate(1 << 20)
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		m.Free()
+	}
+	if got := PooledMemory(); got <= 0 || got > 2*memPoolMax {
+		t.Fatalf("pooled %d bytes after 5 frees into a pool of 2", got)
+	}
+	m := memAllocator.Allocate(0, 64<<20).(*linearMemory)
+	if b := m.Reallocate(100); len(b) != 100 || b[0] != 0 || b[99] != 0 {
+		t.Fatal("a recycled memory is not zeroed")
+	}
+	m.Free()
+	ReleaseIdleMemory()
+	if PooledMemory() != 0 {
+		t.Fatal("ReleaseIdleMemory kept buffers")
+	}
+}

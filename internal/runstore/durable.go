@@ -138,7 +138,7 @@ func (l Limits) WithDefaults() Limits {
 // ErrWrongSession, ErrWrongRun, ErrBusy, ErrCancelled, ErrTooMany). All map to invalid_input
 // except ErrTampered, ErrWrongKey and *StoreError, which are the operator's to fix.
 const (
-	ErrTooManyBytes   Error = "suspended code mode runs exceed the run store's byte limit."
+	ErrTooManyBytes   Error = "suspended code mode runs use too much memory: finish some with wait first."
 	ErrRecordTooLarge Error = "code mode run record is larger than the run store allows."
 	ErrResultTooLarge Error = "code mode call result is larger than the run store allows."
 	ErrTooManyResults Error = "too many stored results for this code mode run."

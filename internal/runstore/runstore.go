@@ -29,6 +29,9 @@ const (
 	ErrBusy         Error = "a wait for this code mode run is already in progress."
 	ErrCancelled    Error = "code mode run was cancelled."
 	ErrTooMany      Error = "too many suspended code mode runs."
+	// ErrTooManySession and ErrTooManyBytes keep one session from using up the store for the
+	// others (runtime.suspended); the session can finish or drop its own runs.
+	ErrTooManySession Error = "too many suspended code mode runs in this session: finish some with wait first."
 )
 
 // Backend is what the runtime needs from a run store. Store, the in-process map, implements it;
@@ -72,6 +75,7 @@ type Store struct {
 	cancelled map[string]time.Time // recently cancelled ids, to say "cancelled" rather than "expired"
 	ttl       time.Duration
 	max       int
+	lim       Limits
 	timer     *time.Timer
 	closed    bool
 	now       func() time.Time
@@ -79,7 +83,13 @@ type Store struct {
 
 // New creates a store whose entries expire ttl after their last suspension.
 func New(ttl time.Duration) *Store {
-	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, now: time.Now}
+	return NewWithLimits(ttl, Limits{})
+}
+
+// NewWithLimits is New with per-session and byte limits: SessionRuns, Bytes and SessionBytes
+// of lim (zero: unbounded; Runs is always MaxSuspended, W5).
+func NewWithLimits(ttl time.Duration, lim Limits) *Store {
+	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, lim: lim, now: time.Now}
 }
 
 // NewID returns an unguessable run id (128 random bits).
@@ -98,11 +108,37 @@ func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) err
 		return ErrUnavailable
 	}
 	s.expireLocked()
-	if _, ok := s.runs[id]; !ok && len(s.runs) >= s.max {
-		return ErrTooMany
+	if _, ok := s.runs[id]; !ok {
+		if err := s.admitLocked(scope.SessionKey, bytes); err != nil {
+			return err
+		}
 	}
 	s.runs[id] = &Entry{ID: id, Scope: scope, Value: v, Bytes: bytes, expires: s.now().Add(s.ttl)}
 	s.scheduleLocked()
+	return nil
+}
+
+// admitLocked checks the caps for one more run of a session.
+func (s *Store) admitLocked(session string, bytes int) error {
+	if len(s.runs) >= s.max {
+		return ErrTooMany
+	}
+	var n int
+	var total, mine int64
+	for _, e := range s.runs {
+		total += int64(e.Bytes)
+		if e.Scope.SessionKey == session {
+			n++
+			mine += int64(e.Bytes)
+		}
+	}
+	switch {
+	case s.lim.SessionRuns > 0 && n >= s.lim.SessionRuns:
+		return ErrTooManySession
+	case s.lim.Bytes > 0 && total+int64(bytes) > s.lim.Bytes,
+		s.lim.SessionBytes > 0 && mine+int64(bytes) > s.lim.SessionBytes:
+		return ErrTooManyBytes
+	}
 	return nil
 }
 

@@ -197,3 +197,38 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestSessionLimits(t *testing.T) { // no session can use up the store for the others
+	s := NewWithLimits(time.Minute, Limits{SessionRuns: 2, Bytes: 1000, SessionBytes: 600})
+	defer s.Close()
+	in := func(sess string) api.RunContext { return api.RunContext{SessionKey: sess} }
+	cases := []struct {
+		name  string
+		sess  string
+		bytes int
+		want  error
+	}{
+		{"a first", "a", 100, nil},
+		{"a second", "a", 100, nil},
+		{"a third: per-session runs", "a", 1, ErrTooManySession},
+		{"b too big for its share", "b", 700, ErrTooManyBytes},
+		{"b fits", "b", 500, nil},
+		{"c over the total", "c", 400, ErrTooManyBytes},
+		{"c fits", "c", 300, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := &fakeRun{}
+			if err := s.Put(NewID(), in(c.sess), f, c.bytes); !errors.Is(err, c.want) {
+				t.Fatalf("Put = %v, want %v", err, c.want)
+			}
+		})
+	}
+	// Ending a session frees its share at once.
+	if n := s.CancelSession("a"); n != 2 {
+		t.Fatalf("cancelled %d", n)
+	}
+	if err := s.Put(NewID(), in("c"), &fakeRun{}, 100); err != nil {
+		t.Fatal(err)
+	}
+}

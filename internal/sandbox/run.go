@@ -29,6 +29,10 @@ type Limits struct {
 	// RestartSafe suspends instead of draining nested calls inside the exec (X9): each step of a
 	// restart-safe run's pending work is a model-visible wait.
 	RestartSafe bool
+	// Admit, when set, is called before a VM is created (exec) or restored (wait, once its
+	// pending work is ready) and may refuse with an error (process-wide admission control); its
+	// release function is called when the VM is gone.
+	Admit func(ctx context.Context) (release func(), err error)
 }
 
 // MaxQueued bounds nested calls waiting for a slot beyond MaxPending. A cell that starts more
@@ -141,7 +145,10 @@ type Run struct {
 	program *source.Program
 	ctx     context.Context
 	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	// call is the context of the exec or wait driving the VM now: when it ends (the client's
+	// session closed) the guest is interrupted too, even in a loop that awaits nothing.
+	call context.Context
+	wg   sync.WaitGroup
 
 	// vmMu guards vm, hotEntry, snapshot and snapshotErr: the driver (exec, wait) holds it while
 	// it runs the VM, the hot cache takes it to evict.
@@ -213,12 +220,21 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 	}
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
+	if lim.Admit != nil {
+		release, err := lim.Admit(ctx)
+		if err != nil {
+			r.end()
+			return r, r.fail(admitCode(err), err.Error())
+		}
+		defer release()
+	}
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
 		r.end()
 		return r, r.fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	defer r.release(vm)
+	r.call = ctx
 	stop := r.arm(vm, lim.Timeout)
 	defer stop()
 	if len(cell.Namespaces) > 0 {
@@ -230,6 +246,15 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 		return r, o
 	}
 	return r, r.drive(ctx, vm)
+}
+
+// admitCode is the result code of a refused admission: overloaded, or timeout when the caller
+// gave up while queued.
+func admitCode(err error) api.ErrorCode {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return api.CodeTimeout
+	}
+	return api.CodeOverloaded
 }
 
 // installNamespaces runs the prelude's installer with the run's namespace descriptors.
@@ -296,7 +321,7 @@ func (r *Run) arm(vm *quickjs.VM, timeout time.Duration) (stop func()) {
 		if r.abortCode != "" {
 			return true
 		}
-		if time.Now().After(r.deadline) || r.ctx.Err() != nil {
+		if time.Now().After(r.deadline) || r.ctx.Err() != nil || (r.call != nil && r.call.Err() != nil) {
 			// Recorded before the guest sees it: whatever the guest (or an engine callback such
 			// as Error.prepareStackTrace, which QuickJS-NG lets swallow it) does with the
 			// interrupt, this VM has timed out.
@@ -564,6 +589,9 @@ func (r *Run) fail(code api.ErrorCode, msg string) Outcome {
 func (r *Run) timeoutFailure() Outcome {
 	if r.ctx.Err() != nil {
 		return r.fail(api.CodeTimeout, "code mode run was cancelled"+r.cancelledNote())
+	}
+	if r.call != nil && r.call.Err() != nil {
+		return r.fail(api.CodeTimeout, "exec cancelled: "+r.call.Err().Error()+r.cancelledNote())
 	}
 	return r.fail(api.CodeTimeout, "code mode exec timed out: the cell was still running at the deadline (timeoutMs)"+r.cancelledNote())
 }

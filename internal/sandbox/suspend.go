@@ -110,6 +110,14 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 			}
 		}
 	}
+	if lim.Admit != nil {
+		// Refused: the run stays suspended (VM or snapshot intact) for a later wait.
+		release, err := lim.Admit(ctx)
+		if err != nil {
+			return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Code: admitCode(err), Error: err.Error(), Output: r.takeOutput()}}
+		}
+		defer release()
+	}
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
 	r.maxSnapshot = int(lim.MaxSnapshotBytes)
@@ -133,6 +141,7 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 		}
 	}
 	defer r.release(vm)
+	r.call = ctx
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
 	// The body's value, if it already settled, is part of the result this wait may return.

@@ -1,6 +1,13 @@
 // Package server is `codemode serve`: an MCP server whose tools are the code-mode surface (exec,
 // wait and the direct-only tools) in front of the gateway's tool sources. Any MCP client — Claude,
 // Codex, Cursor — then gets code mode over every configured MCP server and built-in tool.
+//
+// Over HTTP (HTTPHandler) the listener is guarded (Host, Origin, bearer token), serves MCP at
+// /mcp and /healthz, /readyz, /metrics beside it. Over stdio (Run) a malformed or oversized
+// line gets a JSON-RPC error and the session goes on (see stdio.go). Either way each client
+// session is the scope of its suspended runs and closing it drops them (session.go); tools
+// exposed directly pass upstream MCP results and definitions through byte for byte
+// (passthrough.go).
 package server
 
 import (
@@ -11,10 +18,13 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -26,24 +36,43 @@ type Server struct {
 
 	mu      sync.Mutex
 	surface *codemode.Surface
-	names   map[string]bool // tools currently registered on srv
+	names   map[string]bool            // tools currently registered on srv
+	wire    map[string]json.RawMessage // upstream definitions of the registered tools, by name
 	calls   atomic.Int64
 
-	sessMu   sync.Mutex
-	sessions map[*mcp.ServerSession]string
-	nextSess atomic.Int64
-	debug    debugFlags
+	sess    *sessions
+	metrics *metrics
+	debug   debugFlags
 }
 
 // Version is reported to clients in serverInfo.
 var Version = "dev"
 
+// Options configure New; the zero value is fine.
+type Options struct {
+	Logger *slog.Logger
+	// Admission reports the admission controller's state for /metrics (may be nil).
+	Admission func() (running, queued int, rejected uint64)
+}
+
 // New creates the MCP server and registers the current surface.
 func New(g *gateway.Gateway, log *slog.Logger) *Server {
+	return NewWithOptions(g, Options{Logger: log})
+}
+
+// NewWithOptions is New with options.
+func NewWithOptions(g *gateway.Gateway, o Options) *Server {
+	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, names: map[string]bool{}, sessions: map[*mcp.ServerSession]string{}, debug: debugFromEnv()}
+	s := &Server{g: g, log: log, names: map[string]bool{}, wire: map[string]json.RawMessage{},
+		sess: newSessions(), debug: debugFromEnv()}
+	s.metrics = newMetrics(metricSources{
+		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
+		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
+		upstreams:      g.MCPStatus, admission: o.Admission,
+	})
 	var sdkLog *slog.Logger
 	if s.debug.transport {
 		sdkLog = log
@@ -52,13 +81,48 @@ func New(g *gateway.Gateway, log *slog.Logger) *Server {
 		Logger:       sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		// No prompt or resource arguments to complete: an empty answer, rather than "method
+		// not found", for clients that ask anyway.
+		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
+		},
 	})
+	s.srv.AddReceivingMiddleware(s.middleware)
 	s.refresh()
 	return s
 }
 
 // MCP returns the underlying SDK server.
 func (s *Server) MCP() *mcp.Server { return s.srv }
+
+// Trajectory returns the api.Trajectory that counts nested tool calls in /metrics; pass it to the
+// runtime (gateway.Options.Trajectory) through a TrajectoryRelay when the server is made later.
+func (s *Server) Trajectory() api.Trajectory { return s.metrics }
+
+// TrajectoryRelay forwards to a trajectory set after the runtime was created.
+type TrajectoryRelay struct {
+	to atomic.Pointer[api.Trajectory]
+}
+
+// Set the target.
+func (r *TrajectoryRelay) Set(t api.Trajectory) { r.to.Store(&t) }
+
+// Record implements api.Trajectory.
+func (r *TrajectoryRelay) Record(ev api.TrajectoryEvent) {
+	if t := r.to.Load(); t != nil {
+		(*t).Record(ev)
+	}
+}
+
+// ToolCount is the number of model-visible tools now served.
+func (s *Server) ToolCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.surface == nil {
+		return 0
+	}
+	return len(s.surface.ToolNames())
+}
 
 // refresh re-activates the surface from the gateway's current tools and updates the tool list
 // (clients get notifications/tools/list_changed).
@@ -72,10 +136,14 @@ func (s *Server) refresh() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.surface = surf
-	tools := surf.Tools()
 	next := map[string]bool{}
+	tools := surf.Tools()
+	wire := map[string]json.RawMessage{}
 	for _, t := range tools {
 		next[t.Name] = true
+		if len(t.Wire) > 0 {
+			wire[t.Name] = t.Wire
+		}
 	}
 	var gone []string
 	for n := range s.names {
@@ -86,48 +154,111 @@ func (s *Server) refresh() {
 	if len(gone) > 0 {
 		s.srv.RemoveTools(gone...)
 	}
+	added := map[string]bool{}
 	for _, t := range tools {
-		s.srv.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}, s.handler(t.Name))
+		if s.addTool(surf, t) {
+			added[t.Name] = true
+		} else {
+			delete(wire, t.Name)
+		}
 	}
-	s.names = next
+	s.names, s.wire = added, wire
 	s.debug.logSurface(s.log, surf)
 }
 
-// sessionKey gives each client session its own scope for suspended runs (W3).
-func (s *Server) sessionKey(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return "mcp"
+// addTool registers one tool. The SDK panics on a tool whose input schema is not an object
+// schema; an upstream server's tool is untrusted, so it is registered with a permissive schema
+// instead (clients still see the upstream's own definition through the passthrough), and any
+// other refusal skips the tool with a log line rather than taking the server down.
+func (s *Server) addTool(surf *codemode.Surface, t codemode.ModelTool) (ok bool) {
+	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: objectSchema(t.InputSchema)}
+	if isObjectSchema(t.OutputSchema) {
+		mt.OutputSchema = t.OutputSchema
 	}
-	if id := ss.ID(); id != "" {
-		return "mcp:" + id
+	if surf.Active() && (t.Name == "exec" || t.Name == "wait") {
+		mt.Annotations = controlAnnotations(surf, t.Name)
+	} else if len(t.Annotations) > 0 {
+		var a mcp.ToolAnnotations
+		if json.Unmarshal(t.Annotations, &a) == nil {
+			mt.Annotations = &a
+		}
 	}
-	s.sessMu.Lock()
-	defer s.sessMu.Unlock()
-	k, ok := s.sessions[ss]
-	if !ok {
-		k = fmt.Sprintf("mcp:session-%d", s.nextSess.Add(1))
-		s.sessions[ss] = k
-	}
-	return k
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Warn("tool not served: the MCP SDK refused its definition", "tool", t.Name, "err", fmt.Sprint(r))
+			ok = false
+		}
+	}()
+	s.srv.AddTool(mt, s.handler(t.Name, t.ID))
+	return true
 }
 
-func (s *Server) handler(name string) mcp.ToolHandler {
+// controlAnnotations are exec's and wait's honest hints: a cell may call any catalog tool, so
+// they are read-only only if every catalog tool declares itself read-only (MCP tools never
+// count as read-only), and they reach the open world (MCP servers, web fetch).
+func controlAnnotations(surf *codemode.Surface, name string) *mcp.ToolAnnotations {
+	readOnly := surf.Catalog().ReadOnly
+	destructive, open := !readOnly, true
+	title := "Run a code-mode cell"
+	if name == "wait" {
+		title = "Continue a waiting code-mode run"
+	}
+	return &mcp.ToolAnnotations{Title: title, ReadOnlyHint: readOnly, DestructiveHint: &destructive,
+		IdempotentHint: false, OpenWorldHint: &open}
+}
+
+func (s *Server) handler(name, id string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		s.mu.Lock()
 		surf := s.surface
 		s.mu.Unlock()
-		key := s.sessionKey(req.Session)
+		key := "mcp"
+		if ss := req.Session; ss != nil {
+			st := s.session(ss)
+			if st == nil {
+				return nil, fmt.Errorf("the session has ended")
+			}
+			key = st.key
+			// Closing the session cancels its in-flight calls (W7).
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(st.ctx, cancel)()
+			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
+		}
 		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
+		start := time.Now()
 		res := run.Handle(ctx, callID, name, req.Params.Arguments)
-		switch {
-		case res.Exec != nil:
+		if res.Exec != nil {
+			s.metrics.observe(name, *res.Exec, time.Since(start))
 			s.debug.logResult(s.log, name, callID, *res.Exec)
 			return execResult(*res.Exec), nil
-		case res.Err != nil:
+		}
+		s.metrics.toolCall("direct", id, res.IsError())
+		if res.Err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: res.Err.Error()}}}, nil
 		}
-		return toolResult(res.Tool), nil
+		return passResult(ctx, res.Tool)
+	}
+}
+
+// progressSink reports progress to the client that asked for it with a progressToken, keeping
+// the values increasing as the protocol requires.
+func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progress.Sink {
+	if token == nil {
+		return nil
+	}
+	var mu sync.Mutex
+	last := -1.0
+	return func(p, total float64, msg string) {
+		mu.Lock()
+		if p <= last {
+			p = last + 1e-6
+		}
+		last = p
+		mu.Unlock()
+		_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
 	}
 }
 
@@ -145,41 +276,95 @@ func execResult(res api.ExecResult) *mcp.CallToolResult {
 	}
 }
 
-func toolResult(r *api.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: r.IsError}
-	for _, c := range r.Content {
-		switch c.Type {
-		case "image":
-			out.Content = append(out.Content, &mcp.ImageContent{Data: []byte(c.Data), MIMEType: c.MimeType})
-		case "audio":
-			out.Content = append(out.Content, &mcp.AudioContent{Data: []byte(c.Data), MIMEType: c.MimeType})
-		default:
-			out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
-		}
-	}
-	if out.Content == nil {
-		out.Content = []mcp.Content{}
-	}
-	if len(r.Details) > 0 {
-		out.StructuredContent = r.Details
-	}
-	return out
-}
-
-// Run serves one MCP connection (stdio) until it closes or ctx ends, refreshing the tool list
-// whenever the gateway's tools change.
+// Run serves one MCP connection (stdio, or any transport) until it closes or ctx ends,
+// refreshing the tool list whenever the gateway's tools change. When it returns, the session's
+// calls are cancelled and its suspended runs dropped.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go s.watch(ctx)
-	return s.srv.Run(ctx, t)
+	et := &endTransport{inner: t}
+	ss, err := s.srv.Connect(ctx, et, nil)
+	if err != nil {
+		return err
+	}
+	st := s.session(ss)
+	if st != nil {
+		et.onEnd(func() { s.endSession(ss, st) }) // EOF: cancel in-flight calls now
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-done
+		err = ctx.Err()
+	case err = <-done:
+	}
+	if st != nil {
+		s.endSession(ss, st) // now, rather than a moment later from its watcher
+	}
+	return err
 }
 
-// Handler serves MCP over streamable HTTP.
-func (s *Server) Handler(ctx context.Context) http.Handler {
-	go s.watch(ctx)
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, nil)
+// endTransport reports the end of its connection (a failed Read: EOF or a broken pipe) as soon
+// as it happens, before the SDK has drained the calls still in flight.
+type endTransport struct {
+	inner mcp.Transport
+	mu    sync.Mutex
+	ended bool
+	fn    func()
 }
+
+func (t *endTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &endConn{Connection: c, t: t}, nil
+}
+
+func (t *endTransport) onEnd(fn func()) {
+	t.mu.Lock()
+	ended := t.ended
+	t.fn = fn
+	t.mu.Unlock()
+	if ended {
+		go fn()
+	}
+}
+
+func (t *endTransport) end() {
+	t.mu.Lock()
+	fn := t.fn
+	first := !t.ended
+	t.ended = true
+	t.mu.Unlock()
+	if first && fn != nil {
+		go fn()
+	}
+}
+
+type endConn struct {
+	mcp.Connection
+	t *endTransport
+}
+
+func (c *endConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if err != nil {
+		c.t.end()
+	}
+	return m, err
+}
+
+// Handler serves MCP over streamable HTTP with the loopback defaults of HTTPOptions.
+func (s *Server) Handler(ctx context.Context) http.Handler {
+	return s.HTTPHandler(ctx, HTTPOptions{Loopback: true})
+}
+
+// Close ends every session: their calls are cancelled and their suspended runs dropped.
+func (s *Server) Close() { s.closeSessions() }
 
 func (s *Server) watch(ctx context.Context) {
 	for {

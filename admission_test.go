@@ -1,0 +1,53 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/codemode-go/codemode/api"
+)
+
+// gate is an Admission that refuses while closed and counts the slots it hands out.
+type gate struct {
+	closed   atomic.Bool
+	sessions []string
+	held     atomic.Int32
+}
+
+func (g *gate) Acquire(ctx context.Context, session string) (func(), error) {
+	if g.closed.Load() {
+		return nil, errors.New("code mode is overloaded: test")
+	}
+	g.sessions = append(g.sessions, session)
+	g.held.Add(1)
+	return func() { g.held.Add(-1) }, nil
+}
+
+func TestAdmissionWiring(t *testing.T) { // every exec and wait asks for a slot; refusals are "overloaded"
+	g := &gate{}
+	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Admission = g })
+	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
+	r := execCode(t, s, `await yield_control(); return 7`)
+	if r.Status != api.StatusWaiting || g.held.Load() != 0 || len(g.sessions) != 1 || g.sessions[0] != "s1" {
+		t.Fatalf("%+v held %d sessions %v", r, g.held.Load(), g.sessions)
+	}
+	g.closed.Store(true)
+	if r := execCode(t, s, `return 1`); r.Status != api.StatusFailed || r.Code != api.CodeOverloaded {
+		t.Fatalf("%+v", r)
+	}
+	in, _ := json.Marshal(map[string]string{"runId": r.RunID})
+	if w := waitRaw(s, "w", in); w.Status != api.StatusFailed || w.Code != api.CodeOverloaded {
+		t.Fatalf("%+v", w)
+	}
+	// A refused wait leaves the run suspended for a later wait.
+	g.closed.Store(false)
+	if w := waitRaw(s, "w", in); w.Status != api.StatusCompleted || string(w.Value) != "7" {
+		t.Fatalf("%+v", w)
+	}
+	if g.held.Load() != 0 {
+		t.Fatalf("%d slots never released", g.held.Load())
+	}
+}

@@ -1,0 +1,189 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Serve is the `serve` section: how `codemode serve` exposes itself over HTTP.
+type Serve struct {
+	HTTP ServeHTTP
+	// Trajectory is a file the gateway appends its audit log to: every exec, wait, direct and
+	// nested call, approval and progress update of every session, as JSON Lines (bounded,
+	// secrets redacted; `codemode trace FILE` prints it). "" keeps none.
+	Trajectory string
+}
+
+// ServeHTTP configures the streamable HTTP listener (`codemode serve --http ADDR`).
+type ServeHTTP struct {
+	// Token is the bearer token every HTTP request must carry (Authorization: Bearer <token>).
+	// "" falls back to the environment variable CODEMODE_TOKEN. Without a token the listener
+	// only binds loopback addresses. 16–4096 printable ASCII characters without spaces.
+	Token string
+	// AllowedOrigins lists the browser origins ("https://app.example.com") whose requests are
+	// served. A request with an Origin header outside this list gets 403, except a loopback
+	// origin on a loopback request (a local tool talking to a local server).
+	AllowedOrigins []string
+	// AllowedHosts lists the Host header values ("mcp.example.com" or "mcp.example.com:8443")
+	// served besides IP literals and localhost: any other Host gets 403, which defeats DNS
+	// rebinding.
+	AllowedHosts []string
+	// SessionIdleTimeoutSeconds closes an MCP session (and drops its suspended runs) after this
+	// long without a request: 10–604800, default 1800.
+	SessionIdleTimeoutSeconds int
+	// MaxSessions bounds the MCP sessions open at once; initializing one more gets HTTP 503:
+	// 1–100000, default 1024.
+	MaxSessions int
+}
+
+// SessionIdleTimeout is SessionIdleTimeoutSeconds as a duration.
+func (s ServeHTTP) SessionIdleTimeout() time.Duration {
+	return time.Duration(s.SessionIdleTimeoutSeconds) * time.Second
+}
+
+// Admission bounds the execs and waits running at once in the whole process (runtime.admission).
+// Zero values are derived from the machine when the runtime starts: see internal/admission.
+type Admission struct {
+	// MaxRunning is how many execs/waits may run VMs at once: 1–4096, default 4 × cores.
+	MaxRunning int
+	// MaxQueued is how many more may wait for a slot; beyond it an exec fails at once with the
+	// code "overloaded": 0–65536, default 16 × MaxRunning. In the struct 0 means the default
+	// and -1 an explicit 0 (no queue).
+	MaxQueued int
+	// MemoryBudgetBytes bounds running VMs × tools.codeMode.memoryLimitBytes: at least 16 MiB,
+	// default half the physical memory.
+	MemoryBudgetBytes int64
+}
+
+// Suspended bounds the store of suspended runs (runtime.suspended) beside the per-process cap
+// of 64 runs (W5), so that no one session can use up the store for the others.
+type Suspended struct {
+	// MaxRunsPerSession: 1–64, default 16.
+	MaxRunsPerSession int
+	// MaxBytes bounds the stored snapshots of all runs: 1 MiB–64 GiB, default 1 GiB.
+	MaxBytes int64
+	// MaxBytesPerSession bounds one session's stored snapshots: 1 MiB–MaxBytes, default 256 MiB.
+	MaxBytesPerSession int64
+}
+
+// Defaults of the serve and runtime limits.
+const (
+	defaultSessionIdleTimeoutSeconds = 1800
+	defaultMaxSessions               = 1024
+	defaultMaxRunsPerSession         = 16
+	defaultSuspendedMaxBytes         = 1 << 30
+	defaultSuspendedMaxBytesSession  = 256 << 20
+)
+
+// TokenEnv is the environment variable that supplies serve.http.token when the file has none.
+const TokenEnv = "CODEMODE_TOKEN"
+
+func (d *decoder) serve(p path, v any, s *Serve) {
+	m, ok := d.object(p, v, "http", "trajectory")
+	if !ok {
+		return
+	}
+	d.setString(p, m, "trajectory", &s.Trajectory)
+	v, ok = m["http"]
+	if !ok {
+		return
+	}
+	hp := p.key("http")
+	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions")
+	if !ok {
+		return
+	}
+	d.setString(hp, h, "token", &s.HTTP.Token)
+	if _, set := h["token"]; set {
+		if msg := CheckToken(s.HTTP.Token); msg != "" {
+			d.errorf(hp.key("token"), "%s", msg)
+		}
+	}
+	d.setStrings(hp, h, "allowedOrigins", &s.HTTP.AllowedOrigins)
+	for i, o := range s.HTTP.AllowedOrigins {
+		if norm, msg := NormalizeOrigin(o); msg != "" {
+			d.errorf(hp.key("allowedOrigins").index(i), "%s", msg)
+		} else {
+			s.HTTP.AllowedOrigins[i] = norm
+		}
+	}
+	d.setStrings(hp, h, "allowedHosts", &s.HTTP.AllowedHosts)
+	for i, host := range s.HTTP.AllowedHosts {
+		if strings.ContainsAny(host, "/@ \t\r\n") || strings.Contains(host, "://") {
+			d.errorf(hp.key("allowedHosts").index(i), "%q is not a host name (write \"example.com\" or \"example.com:8443\")", host)
+		} else {
+			s.HTTP.AllowedHosts[i] = strings.ToLower(host)
+		}
+	}
+	setInt(d, hp, h, "sessionIdleTimeoutSeconds", 10, 604800, &s.HTTP.SessionIdleTimeoutSeconds)
+	setInt(d, hp, h, "maxSessions", 1, 100000, &s.HTTP.MaxSessions)
+}
+
+// CheckToken returns why token cannot be a bearer token, or "". The same rule applies to
+// CODEMODE_TOKEN.
+func CheckToken(token string) string {
+	if len(token) < 16 {
+		return "a token must be at least 16 characters (use a random one, e.g. `openssl rand -hex 32`)"
+	}
+	if len(token) > 4096 {
+		return "a token must be at most 4096 characters"
+	}
+	for i := 0; i < len(token); i++ {
+		if c := token[i]; c <= ' ' || c > '~' {
+			return "a token must be printable ASCII without spaces"
+		}
+	}
+	return ""
+}
+
+// NormalizeOrigin returns origin as browsers send it (scheme://host[:port], lower case, no
+// default port), or why it is not an origin.
+func NormalizeOrigin(origin string) (string, string) {
+	u, err := url.Parse(origin)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "":
+		return "", "expected an origin such as \"https://app.example.com\""
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", "an origin must use http or https"
+	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
+		return "", "an origin is scheme://host[:port] only, without user, path, query or fragment"
+	}
+	host := strings.ToLower(u.Host)
+	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
+		host = strings.TrimSuffix(host, ":"+p)
+	}
+	return u.Scheme + "://" + host, ""
+}
+
+func (d *decoder) runtime(p path, v any, r *Runtime) {
+	m, ok := d.object(p, v, "compileCache", "compileCacheDir", "admission", "suspended")
+	if !ok {
+		return
+	}
+	d.setBool(p, m, "compileCache", &r.CompileCache)
+	d.setString(p, m, "compileCacheDir", &r.CompileCacheDir)
+	if v, ok := m["admission"]; ok {
+		ap := p.key("admission")
+		if m, ok := d.object(ap, v, "maxRunning", "maxQueued", "memoryBudgetBytes"); ok {
+			setInt(d, ap, m, "maxRunning", 1, 4096, &r.Admission.MaxRunning)
+			setInt(d, ap, m, "maxQueued", 0, 65536, &r.Admission.MaxQueued)
+			if _, set := m["maxQueued"]; set && r.Admission.MaxQueued == 0 {
+				r.Admission.MaxQueued = -1 // explicit 0: no queue at all
+			}
+			setInt(d, ap, m, "memoryBudgetBytes", 16<<20, 1<<50, &r.Admission.MemoryBudgetBytes)
+		}
+	}
+	if v, ok := m["suspended"]; ok {
+		sp := p.key("suspended")
+		if m, ok := d.object(sp, v, "maxRunsPerSession", "maxBytes", "maxBytesPerSession"); ok {
+			setInt(d, sp, m, "maxRunsPerSession", 1, 64, &r.Suspended.MaxRunsPerSession)
+			setInt(d, sp, m, "maxBytes", 1<<20, 64<<30, &r.Suspended.MaxBytes)
+			setInt(d, sp, m, "maxBytesPerSession", 1<<20, 64<<30, &r.Suspended.MaxBytesPerSession)
+			if r.Suspended.MaxBytesPerSession > r.Suspended.MaxBytes {
+				d.errorf(sp.key("maxBytesPerSession"), "%d is larger than maxBytes (%d)",
+					r.Suspended.MaxBytesPerSession, r.Suspended.MaxBytes)
+			}
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/mcpup"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are the Prometheus metrics of one Server, in a registry of its own (tests run many
+// servers in one process; the default registry would collide).
+type metrics struct {
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec   // exec/wait by status and code
+	duration *prometheus.HistogramVec // exec/wait duration by call
+	nested   *prometheus.CounterVec   // nested and direct tool calls by source and outcome
+	sessions prometheus.Gauge
+}
+
+// Sources of the numbers read at scrape time (nil-safe: tests may leave them unset).
+type metricSources struct {
+	suspendedRuns  func() int
+	suspendedBytes func() int
+	upstreams      func() []mcpup.ServerStatus
+	admission      func() (running, queued int, rejected uint64)
+}
+
+func newMetrics(src metricSources) *metrics {
+	m := &metrics{reg: prometheus.NewRegistry()}
+	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_calls_total",
+		Help: "exec and wait calls by result status and error code (code is empty unless status is failed).",
+	}, []string{"call", "status", "code"})
+	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "codemode_call_duration_seconds",
+		Help:    "Duration of exec and wait calls, queueing for a slot included.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{"call"})
+	m.nested = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_tool_calls_total",
+		Help: "Tool calls made by cells (nested) and by clients (direct), by tool source and outcome (ok or error).",
+	}, []string{"kind", "source", "outcome"})
+	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_mcp_sessions", Help: "MCP client sessions open."})
+	m.reg.MustRegister(m.calls, m.duration, m.nested, m.sessions,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		&scrapeCollector{src: src})
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
+}
+
+func (m *metrics) observe(call string, res api.ExecResult, d time.Duration) {
+	code := ""
+	if res.Status == api.StatusFailed {
+		code = string(res.Code)
+		if code == "" {
+			code = "error" // a guest exception or hook refusal: no Z code
+		}
+	}
+	m.calls.WithLabelValues(call, res.Status, code).Inc()
+	m.duration.WithLabelValues(call).Observe(d.Seconds())
+}
+
+// Record implements api.Trajectory: nested calls are counted by source and outcome.
+func (m *metrics) Record(ev api.TrajectoryEvent) {
+	if ev.Kind == api.EventNested {
+		m.toolCall("nested", ev.Tool, ev.Status != "ok")
+	}
+}
+
+func (m *metrics) toolCall(kind, toolID string, isError bool) {
+	src, _, _ := strings.Cut(toolID, ":")
+	switch api.Source(src) {
+	case api.SourceNative, api.SourceMCP, api.SourceClient:
+	default:
+		src = "unknown"
+	}
+	outcome := "ok"
+	if isError {
+		outcome = "error"
+	}
+	m.nested.WithLabelValues(kind, src, outcome).Inc()
+}
+
+var (
+	descSuspendedRuns  = prometheus.NewDesc("codemode_suspended_runs", "Suspended runs waiting for `wait`.", nil, nil)
+	descSuspendedBytes = prometheus.NewDesc("codemode_suspended_bytes", "Bytes of stored snapshots of suspended runs.", nil, nil)
+	descRunning        = prometheus.NewDesc("codemode_running_vms", "Execs and waits holding an admission slot (running a VM).", nil, nil)
+	descQueued         = prometheus.NewDesc("codemode_admission_queue_depth", "Execs and waits queued for a slot.", nil, nil)
+	descRejected       = prometheus.NewDesc("codemode_admission_rejected_total", "Execs and waits refused as overloaded.", nil, nil)
+	descUpstream       = prometheus.NewDesc("codemode_upstream_state", "Upstream MCP server state (1 for the current state).", []string{"server", "state"}, nil)
+	descUpTools        = prometheus.NewDesc("codemode_upstream_tools", "Tools offered by an upstream MCP server.", []string{"server"}, nil)
+	descUpRestarts     = prometheus.NewDesc("codemode_upstream_restarts_total", "Reconnection attempts of an upstream MCP server.", []string{"server"}, nil)
+)
+
+// scrapeCollector reads state owned elsewhere (run store, admission, upstreams) at scrape time.
+type scrapeCollector struct{ src metricSources }
+
+func (c *scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descSuspendedRuns, descSuspendedBytes, descRunning, descQueued, descRejected, descUpstream, descUpTools, descUpRestarts} {
+		ch <- d
+	}
+}
+
+func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	if f := c.src.suspendedRuns; f != nil {
+		ch <- prometheus.MustNewConstMetric(descSuspendedRuns, prometheus.GaugeValue, float64(f()))
+	}
+	if f := c.src.suspendedBytes; f != nil {
+		ch <- prometheus.MustNewConstMetric(descSuspendedBytes, prometheus.GaugeValue, float64(f()))
+	}
+	if f := c.src.admission; f != nil {
+		running, queued, rejected := f()
+		ch <- prometheus.MustNewConstMetric(descRunning, prometheus.GaugeValue, float64(running))
+		ch <- prometheus.MustNewConstMetric(descQueued, prometheus.GaugeValue, float64(queued))
+		ch <- prometheus.MustNewConstMetric(descRejected, prometheus.CounterValue, float64(rejected))
+	}
+	if f := c.src.upstreams; f != nil {
+		for _, st := range f() {
+			for _, s := range []mcpup.State{mcpup.StateConnecting, mcpup.StateReady, mcpup.StateFailed, mcpup.StateStopped} {
+				v := 0.0
+				if st.State == s {
+					v = 1
+				}
+				ch <- prometheus.MustNewConstMetric(descUpstream, prometheus.GaugeValue, v, st.Name, string(s))
+			}
+			ch <- prometheus.MustNewConstMetric(descUpTools, prometheus.GaugeValue, float64(st.Tools), st.Name)
+			ch <- prometheus.MustNewConstMetric(descUpRestarts, prometheus.CounterValue, float64(st.Restarts), st.Name)
+		}
+	}
+}

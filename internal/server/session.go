@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Session lifecycle (W7). Each MCP session is the scope of its suspended runs. When it ends —
+// DELETE, stdio EOF, a transport error, or the idle timeout of an HTTP session — its running
+// execs and waits are cancelled and its suspended runs dropped at once, so a client that goes
+// away frees its share of the run store for the others.
+//
+// Sessions are registered on their first request (a receiving middleware sees every one), and
+// one goroutine per session waits for its end. The SDK's session end waits for in-flight calls
+// to return, so the end is also detected earlier: a stdio transport's read failing (EOF), or an
+// HTTP DELETE, ends the session at once, cancelling what runs.
+
+type session struct {
+	key    string
+	ctx    context.Context // cancelled when the session ends
+	cancel context.CancelFunc
+}
+
+type sessions struct {
+	mu     sync.Mutex
+	byPtr  map[*mcp.ServerSession]*session
+	byKey  map[string]*mcp.ServerSession
+	next   int64
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func newSessions() *sessions {
+	return &sessions{byPtr: map[*mcp.ServerSession]*session{}, byKey: map[string]*mcp.ServerSession{}}
+}
+
+// count is the number of live sessions.
+func (ss *sessions) count() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return len(ss.byPtr)
+}
+
+// countHTTP is the number of live, initialized, addressable (Mcp-Session-Id) sessions: requests
+// without a session make short-lived sessions that do not count against serve.http.maxSessions.
+func (ss *sessions) countHTTP() int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	n := 0
+	for ms := range ss.byPtr {
+		if ms.ID() != "" && ms.InitializeParams() != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// session returns the session's state, registering it (and starting its watcher) on first sight.
+// It returns nil for a session that ended, or after shutdown.
+func (s *Server) session(ms *mcp.ServerSession) *session {
+	ss := s.sess
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if st, ok := ss.byPtr[ms]; ok {
+		return st
+	}
+	if ss.closed {
+		return nil
+	}
+	key := "mcp:" + ms.ID()
+	if ms.ID() == "" {
+		ss.next++
+		key = fmt.Sprintf("mcp:session-%d", ss.next)
+	}
+	st := &session{key: key}
+	st.ctx, st.cancel = context.WithCancel(context.Background())
+	ss.byPtr[ms] = st
+	ss.byKey[key] = ms
+	s.metrics.sessions.Inc()
+	ss.wg.Add(1)
+	go func() {
+		defer ss.wg.Done()
+		_ = ms.Wait()
+		s.endSession(ms, st)
+	}()
+	return st
+}
+
+// endSession cancels the session's in-flight calls and drops its suspended runs, once.
+func (s *Server) endSession(ms *mcp.ServerSession, st *session) {
+	ss := s.sess
+	ss.mu.Lock()
+	if ss.byPtr[ms] != st {
+		ss.mu.Unlock()
+		return
+	}
+	delete(ss.byPtr, ms)
+	delete(ss.byKey, st.key)
+	ss.mu.Unlock()
+	st.cancel()
+	n := s.g.RT.EndSession(st.key)
+	s.metrics.sessions.Dec()
+	s.log.Debug("MCP session ended", "session", st.key, "droppedRuns", n)
+}
+
+// endSessionByKey ends the session with this key now (an HTTP DELETE: the SDK's own close waits
+// for in-flight calls, which must be cancelled first).
+func (s *Server) endSessionByKey(key string) {
+	s.sess.mu.Lock()
+	ms := s.sess.byKey[key]
+	st := s.sess.byPtr[ms]
+	s.sess.mu.Unlock()
+	if st != nil {
+		s.endSession(ms, st)
+	}
+}
+
+// closeSessions ends every session (shutdown) and waits for the watchers.
+func (s *Server) closeSessions() {
+	ss := s.sess
+	ss.mu.Lock()
+	ss.closed = true
+	live := make([]*mcp.ServerSession, 0, len(ss.byPtr))
+	for ms := range ss.byPtr {
+		live = append(live, ms)
+	}
+	ss.mu.Unlock()
+	for _, ms := range live {
+		_ = ms.Close()
+	}
+	ss.wg.Wait()
+}
