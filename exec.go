@@ -12,6 +12,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
+	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
@@ -222,6 +223,8 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	lim := rt.limits()
 	lim.RestartSafe = in.RestartSafe
 	s.admit(&lim)
+	disp.SetProgress(progress.From(ctx))
+	defer disp.SetProgress(nil)
 	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: callID, Namespaces: nsJSON})
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
 }
@@ -272,6 +275,8 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	lim := s.rt.limits()
 	lim.RestartSafe = sr.restartSafe
 	s.admit(&lim)
+	sr.disp.SetProgress(progress.From(ctx))
+	defer sr.disp.SetProgress(nil)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.

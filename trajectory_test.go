@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/progress"
 )
 
 func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls, with their parent
@@ -81,5 +83,29 @@ func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls,
 	}
 	if !hasUpdate() {
 		t.Fatalf("the slow tool's progress update is not in the trajectory: %+v", evs)
+	}
+}
+
+func TestProgressReachesTheCaller(t *testing.T) { // E1: a nested call's updates reach the exec's progress sink
+	var mu sync.Mutex
+	var got []string
+	sink := progress.Sink(func(p, total float64, msg string) {
+		mu.Lock()
+		got = append(got, msg)
+		mu.Unlock()
+	})
+	chatty := &api.Tool{Name: "chatty", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		c.Update(api.ContentBlock{Type: "text", Text: "one"})
+		c.Update(api.ContentBlock{Type: "text", Text: "two"})
+		return api.TextResult("done", nil)
+	}}
+	s := newRuntime(t, testConfig(t)).Activate(api.RunContext{}, []*api.Tool{chatty})
+	ctx := progress.With(context.Background(), sink)
+	r := s.Handle(ctx, "c1", "exec", json.RawMessage(`{"code":"return await tools.chatty({})"}`))
+	mustComplete(t, *r.Exec)
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, "|") != "native:core:chatty: one|native:core:chatty: two" {
+		t.Fatalf("progress %q", got)
 	}
 }

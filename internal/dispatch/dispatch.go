@@ -18,6 +18,7 @@ import (
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/namespace"
+	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
@@ -59,6 +60,19 @@ type Dispatcher struct {
 	// CheckTool refuses a call before it runs, e.g. to a removed plugin's tool (nil: none).
 	CheckTool func(*api.Tool) error
 	approvals approvals
+	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
+	// outlive requests, so their updates go to whichever call is running when they arrive.
+	sink    atomic.Pointer[progress.Sink]
+	updates atomic.Int64
+}
+
+// SetProgress sets the progress sink of the exec or wait driving the run (nil: none).
+func (d *Dispatcher) SetProgress(s progress.Sink) {
+	if s == nil {
+		d.sink.Store(nil)
+		return
+	}
+	d.sink.Store(&s)
 }
 
 // Sync answers requests that never leave the host.
@@ -528,16 +542,22 @@ func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, p *prechecked
 	return res, nil
 }
 
-// updater is the Update function of a nested call (E1): progress a tool streams reaches the
-// trajectory. Nil when nothing listens.
+// updater is the Update function of a nested call (E1): progress a tool streams (an MCP server's
+// notifications/progress included) reaches the trajectory and, when the exec or wait driving the
+// run has a progress sink (an MCP client asked for progress), that client.
 func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
-	t := d.Gate.Trajectory
-	if t == nil {
-		return nil
-	}
 	return func(b api.ContentBlock) {
-		t.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
-			ParentCallID: d.ParentCallID, Tool: toolID, Update: &b})
+		if t := d.Gate.Trajectory; t != nil {
+			t.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
+				ParentCallID: d.ParentCallID, Tool: toolID, Update: &b})
+		}
+		if s := d.sink.Load(); s != nil {
+			msg := b.Text
+			if b.Type != "text" {
+				msg = "[" + b.Type + "]"
+			}
+			(*s)(float64(d.updates.Add(1)), 0, toolID+": "+msg)
+		}
 	}
 }
 

@@ -368,7 +368,7 @@ func checkPlanTranscript(t *testing.T, path string, d *driver) {
 			t.Fatalf("the long-running operation in the transcript: %+v", op)
 		}
 		if len(events(op, func(ev api.TrajectoryEvent) bool { return ev.Kind == api.EventUpdate })) == 0 {
-			t.Skip("NOT YET: MCP progress notifications are not forwarded to api.Call.Update (internal/mcpup); client-tool progress is checked above")
+			t.Errorf("the long-running operation's MCP progress notifications are not in the transcript: %+v", op)
 		}
 	})
 	// `codemode trace` prints the tree: exec → nested calls, wait → what it delivered.
