@@ -49,6 +49,8 @@ type ApprovalRequest struct {
 	Expires time.Time `json:"expiresAt"`
 	// ReadOnly says the tool declares itself free of side effects.
 	ReadOnly bool `json:"readOnly,omitempty"`
+	// Fallback is what the policy says when nobody can be asked: FallbackDeny or FallbackAllow.
+	Fallback string `json:"fallback,omitempty"`
 	// Run is the run the call belongs to; RunID is its code-mode runId when it has one.
 	Run   RunContext `json:"-"`
 	RunID string     `json:"-"`

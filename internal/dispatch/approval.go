@@ -27,8 +27,9 @@ type approvals struct {
 }
 
 type parked struct {
-	req api.ApprovalRequest
-	ch  chan verdict // buffered; only the one who claimed the call sends
+	req  api.ApprovalRequest
+	ch   chan verdict // buffered; only the one who claimed the call sends
+	call *sandbox.Call
 }
 
 type verdict struct {
@@ -72,6 +73,11 @@ func (a *approvals) offer(callID string, v verdict) bool {
 	if p == nil {
 		return false
 	}
+	if p.call != nil {
+		// Decided from now on: a wait that resumes before the call's goroutine wakes must not
+		// see it as still waiting for a person (and ask again).
+		p.call.Decided()
+	}
 	p.ch <- v
 	return true
 }
@@ -108,7 +114,8 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 	g := d.Gate
 	req.Prompt = prompt(need, req.Tool, req.Input)
 	req.Expires = time.Now().Add(need.Timeout)
-	p := &parked{req: req, ch: make(chan verdict, 1)}
+	req.Fallback = need.Fallback
+	p := &parked{req: req, ch: make(chan verdict, 1), call: c}
 	a := &d.approvals
 	a.mu.Lock()
 	if a.waiting == nil {

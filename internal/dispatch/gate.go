@@ -136,7 +136,7 @@ func (g *Gate) Authorize(ctx context.Context, ev *api.ToolCallEvent, readOnly bo
 		return err
 	}
 	req := api.ApprovalRequest{CallID: callID, Tool: label, Input: ev.Input, Prompt: prompt(need, label, ev.Input),
-		Expires: time.Now().Add(need.Timeout), ReadOnly: readOnly, Run: ev.Run}
+		Expires: time.Now().Add(need.Timeout), ReadOnly: readOnly, Fallback: need.Fallback, Run: ev.Run}
 	g.recordRequest(req, ev.ParentCallID)
 	dec, by := g.decideNow(ctx, need, req)
 	g.recordDecision(req, ev.ParentCallID, dec, by, false)

@@ -229,12 +229,25 @@ func (s *Server) handler(name, id string) mcp.ToolHandler {
 		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
 		start := time.Now()
-		res := run.Handle(ctx, callID, name, req.Params.Arguments)
-		if res.Exec != nil {
-			s.metrics.observe(name, *res.Exec, time.Since(start))
-			s.debug.logResult(s.log, name, callID, *res.Exec)
-			return execResult(*res.Exec), nil
+		if surf.Active() && (name == "exec" || name == "wait") {
+			// A retry carrying answers continues the run it names; its arguments are the first
+			// call's and run nothing again.
+			var out api.ExecResult
+			retry := req.Params.RequestState != ""
+			if retry {
+				out = s.continueRun(ctx, run, req.Session, callID, req.Params.RequestState, req.Params.InputResponses)
+			} else {
+				out = *run.Handle(ctx, callID, name, req.Params.Arguments).Exec
+			}
+			out, ask := s.settleApprovals(ctx, run, req.Session, callID, out, retry)
+			s.metrics.observe(name, out, time.Since(start))
+			s.debug.logResult(s.log, name, callID, out)
+			if ask != nil {
+				return ask, nil
+			}
+			return execResult(out), nil
 		}
+		res := run.Handle(ctx, callID, name, req.Params.Arguments)
 		s.metrics.toolCall("direct", id, res.IsError())
 		if res.Err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: res.Err.Error()}}}, nil
