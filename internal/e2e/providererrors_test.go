@@ -8,11 +8,6 @@ import (
 	"github.com/codemode-go/codemode/internal/provider/scripted"
 )
 
-// openaiTimeoutRetry: openai-go v3.98's retry loop returns at once when an attempt's own
-// timeout (option.WithRequestTimeout) expires, so internal/provider does not retry OpenAI
-// timeouts although its Error says Retryable and the Anthropic SDK does retry them. Known bug,
-// reported to the lead: remove the skip once internal/provider retries per-attempt timeouts.
-var openaiTimeoutRetry = map[string]string{scripted.OpenAI: "KNOWN BUG (reported): internal/provider does not retry OpenAI per-attempt timeouts (openai-go returns on the attempt's deadline)"}
 
 // TestProviderErrorsThroughAgent: what the provider layer does with HTTP errors, timeouts and
 // malformed tool calls, seen from the outside of `codemode agent`: clear messages, bounded
@@ -54,10 +49,10 @@ func TestProviderErrorsThroughAgent(t *testing.T) {
 			exit: 1, requests: 3, stderr: []string{"the server failed (HTTP 503: down", "after 3 attempts"}},
 		{name: "5xx forever, no retries", args: []string{"--max-retries", "0"}, before: []scripted.Turn{scripted.Fail(500, "down")},
 			exit: 1, requests: 1, stderr: []string{"the server failed (HTTP 500"}},
-		{name: "timeout, then success", skip: openaiTimeoutRetry, args: []string{"--timeout", "700ms"},
+		{name: "timeout, then success", args: []string{"--timeout", "700ms"},
 			before: []scripted.Turn{scripted.Fixed(scripted.Reply{Text: "too late", Delay: 5 * time.Second})},
 			steps:  ok(), exit: 0, requests: 3},
-		{name: "timeout forever", skip: openaiTimeoutRetry, args: []string{"--timeout", "500ms", "--max-retries", "1"},
+		{name: "timeout forever", args: []string{"--timeout", "500ms", "--max-retries", "1"},
 			before: []scripted.Turn{scripted.Fixed(scripted.Reply{Text: "too late", Delay: 5 * time.Second}),
 				scripted.Fixed(scripted.Reply{Text: "too late", Delay: 5 * time.Second})},
 			exit: 1, requests: 2, stderr: []string{"timed out", "after 2 attempts"}},

@@ -39,7 +39,20 @@ func newOpenAI(s settings) *openaiClient {
 func (c *openaiClient) Provider() string { return OpenAI }
 
 func (c *openaiClient) Complete(parent context.Context, req Request) (*Response, error) {
-	return c.complete(parent, req)
+	for attempt := 0; ; attempt++ {
+		resp, err := c.complete(parent, req)
+		// openai-go stops retrying when an attempt runs out of its own timeout (its retry loop
+		// sees the request context's deadline); the Anthropic SDK retries those. Retry them here,
+		// within the same MaxRetries.
+		var pe *Error
+		timeout := errors.As(err, &pe) && pe.Kind == KindTimeout
+		if !timeout || attempt >= c.s.MaxRetries || parent.Err() != nil {
+			if pe != nil && attempt > 0 {
+				pe.Attempts += attempt
+			}
+			return resp, err
+		}
+	}
 }
 
 // complete takes extra SDK options for tests that alter the body after rendering.
