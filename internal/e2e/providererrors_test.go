@@ -8,7 +8,6 @@ import (
 	"github.com/codemode-go/codemode/internal/provider/scripted"
 )
 
-
 // TestProviderErrorsThroughAgent: what the provider layer does with HTTP errors, timeouts and
 // malformed tool calls, seen from the outside of `codemode agent`: clear messages, bounded
 // retries, exit status 1 when the run cannot go on, and a model that recovers from its own
