@@ -155,12 +155,6 @@ func (vm *VM) IsUncatchable(v Value) bool {
 	return err == nil && r != 0
 }
 
-// IsError reports an Error object by brand (no guest code runs).
-func (vm *VM) IsError(v Value) bool {
-	r, err := vm.call1(vm.f.isError, uint64(v))
-	return err == nil && r != 0
-}
-
 // IsFunction reports a callable.
 func (vm *VM) IsFunction(v Value) bool {
 	r, err := vm.call1(vm.f.isFunction, uint64(vm.ctxPtr), uint64(v))
@@ -339,12 +333,6 @@ func (vm *VM) ExecutePendingJob() (int, error) {
 		return 0, err
 	}
 	return int(int32(r)), nil
-}
-
-// JobPending reports whether the job queue is non-empty.
-func (vm *VM) JobPending() bool {
-	r, err := vm.call1(vm.f.isJobPending, uint64(vm.rtPtr))
-	return err == nil && r != 0
 }
 
 // Int32 makes an int value.

@@ -28,7 +28,6 @@ const (
 	fnSetRuntimeAndContext
 	fnNewHostFunction
 	fnExecutePendingJob
-	fnGetAllocatedSize
 	fnRunGC
 	fnMalloc
 	fnFree
@@ -50,8 +49,6 @@ const (
 	fnGetGlobalObject
 	fnIsUncatchableError
 	fnThrow
-	fnIsError
-	fnIsJobPending
 	fnNewObject
 	fnIsFunction
 	fnSetPromiseRejectionHandler
@@ -70,7 +67,6 @@ var fnNames = [numFns]string{
 	fnSetRuntimeAndContext:       "qjs_set_runtime_and_context",
 	fnNewHostFunction:            "qjs_new_host_function",
 	fnExecutePendingJob:          "qjs_execute_pending_job",
-	fnGetAllocatedSize:           "qjs_get_allocated_size",
 	fnRunGC:                      "qjs_run_gc",
 	fnMalloc:                     "malloc",
 	fnFree:                       "free",
@@ -92,8 +88,6 @@ var fnNames = [numFns]string{
 	fnGetGlobalObject:            "JS_GetGlobalObject",
 	fnIsUncatchableError:         "JS_IsUncatchableError",
 	fnThrow:                      "JS_Throw",
-	fnIsError:                    "JS_IsError",
-	fnIsJobPending:               "JS_IsJobPending",
 	fnNewObject:                  "JS_NewObject",
 	fnIsFunction:                 "JS_IsFunction",
 	fnSetPromiseRejectionHandler: "qjs_set_promise_rejection_handler",
@@ -101,7 +95,7 @@ var fnNames = [numFns]string{
 
 // funcs gives the calls readable names: vm.f.call is fnCall.
 type funcs struct {
-	initialize, qjsInit, setMemoryLimit, setMaxStackSize, setInterruptHandler, getRuntimePtr, getContextPtr, setRuntimeAndContext, newHostFunction, executePendingJob, getAllocatedSize, runGC, malloc, free, eval, call, freeValue, dupValue, getException, newStringLen, toCStringLen2, freeCString, parseJSON, jsonStringify, newPromiseCapability, promiseState, promiseResult, getPropertyStr, setPropertyStr, getGlobalObject, isUncatchableError, throw, isError, isJobPending, newObject, isFunction, setPromiseRejectionHandler fnID
+	initialize, qjsInit, setMemoryLimit, setMaxStackSize, setInterruptHandler, getRuntimePtr, getContextPtr, setRuntimeAndContext, newHostFunction, executePendingJob, runGC, malloc, free, eval, call, freeValue, dupValue, getException, newStringLen, toCStringLen2, freeCString, parseJSON, jsonStringify, newPromiseCapability, promiseState, promiseResult, getPropertyStr, setPropertyStr, getGlobalObject, isUncatchableError, throw, newObject, isFunction, setPromiseRejectionHandler fnID
 }
 
 var fnTable = funcs{
@@ -115,7 +109,6 @@ var fnTable = funcs{
 	setRuntimeAndContext:       fnSetRuntimeAndContext,
 	newHostFunction:            fnNewHostFunction,
 	executePendingJob:          fnExecutePendingJob,
-	getAllocatedSize:           fnGetAllocatedSize,
 	runGC:                      fnRunGC,
 	malloc:                     fnMalloc,
 	free:                       fnFree,
@@ -137,8 +130,6 @@ var fnTable = funcs{
 	getGlobalObject:            fnGetGlobalObject,
 	isUncatchableError:         fnIsUncatchableError,
 	throw:                      fnThrow,
-	isError:                    fnIsError,
-	isJobPending:               fnIsJobPending,
 	newObject:                  fnNewObject,
 	isFunction:                 fnIsFunction,
 	setPromiseRejectionHandler: fnSetPromiseRejectionHandler,
@@ -407,12 +398,6 @@ func (vm *VM) SetMemoryLimit(n uint64) error { return vm.callVoid(vm.f.setMemory
 // overflowing the wasm shadow stack.
 func (vm *VM) SetMaxStackSize(n uint32) error {
 	return vm.callVoid(vm.f.setMaxStackSize, uint64(n))
-}
-
-// AllocatedSize is the number of bytes the QuickJS allocator has handed out.
-func (vm *VM) AllocatedSize() uint64 {
-	v, _ := vm.call1(vm.f.getAllocatedSize)
-	return uint64(uint32(v))
 }
 
 // RunGC runs the cycle collector.
