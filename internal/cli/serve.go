@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
@@ -71,6 +74,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		// runtime_unavailable. Say so loudly.
 		log.Error("code mode runtime unavailable: every exec will fail", "err", err)
 	}
+	if *cfgPath != "" {
+		go reloadOnHUP(ctx, *cfgPath, g, log)
+	}
 	server.Version = versionString()
 	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats})
 	relay.Set(srv.Trajectory())
@@ -114,6 +120,33 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitFailed
 	}
 	return exitOK
+}
+
+// reloadOnHUP re-reads the configuration file on SIGHUP and applies what can change while serving:
+// the plugins (added, disabled, removed; clients get tools/list_changed). Other settings need a
+// restart, and a file that no longer parses changes nothing.
+func reloadOnHUP(ctx context.Context, path string, g *gateway.Gateway, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			cfg, err := config.Load(path)
+			if err != nil {
+				log.Error("SIGHUP: configuration not reloaded", "err", err)
+				continue
+			}
+			changes, err := g.ReloadPlugins(ctx, cfg)
+			if err != nil {
+				log.Error("SIGHUP: plugins reloaded with errors", "changes", changes, "err", err)
+				continue
+			}
+			log.Warn("SIGHUP: plugins reloaded (other settings apply after a restart)", "changes", changes)
+		}
+	}
 }
 
 type listenSpec struct {

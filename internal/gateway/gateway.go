@@ -5,6 +5,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -92,11 +93,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.RT = rt
-	plugins := opts.Plugins
-	if cfg.Plugins.Git.Enabled {
-		// Bundled plugins come before the embedder's (K1).
-		plugins = append([]api.Plugin{gitplugin.Plugin(gitplugin.Options{Workspace: cfg.Workspace})}, plugins...)
-	}
+	plugins := append(bundledPlugins(cfg), opts.Plugins...) // bundled plugins first (K1)
 	for _, p := range plugins {
 		if err := rt.AddPlugin(ctx, p); err != nil {
 			g.Close()
@@ -128,6 +125,51 @@ func (g *Gateway) forward(ctx context.Context) {
 			g.notify()
 		}
 	}
+}
+
+// bundledPlugins are the plugins the configuration enables.
+func bundledPlugins(cfg *config.Config) []api.Plugin {
+	var out []api.Plugin
+	if cfg.Plugins.Git.Enabled {
+		out = append(out, gitplugin.Plugin(gitplugin.Options{Workspace: cfg.Workspace}))
+	}
+	return out
+}
+
+// ReloadPlugins applies the `plugins` section of a new configuration while the gateway runs
+// (`codemode serve` on SIGHUP): bundled plugins newly enabled are added, those disabled are
+// removed (their namespaces cleared, their calls in suspended runs failing cleanly), and clients
+// are told the tool list changed. It returns what it did, e.g. ["+git"] or ["-git"].
+func (g *Gateway) ReloadPlugins(ctx context.Context, cfg *config.Config) ([]string, error) {
+	want := map[string]api.Plugin{}
+	for _, p := range bundledPlugins(cfg) {
+		want[p.ID] = p
+	}
+	have := map[string]bool{}
+	for _, id := range g.RT.Plugins() {
+		have[id] = true
+	}
+	var changes []string
+	var errs []error
+	for _, id := range []string{gitplugin.PluginID} { // the bundled plugins; an embedder's stay
+		switch p, on := want[id]; {
+		case on && !have[id]:
+			if err := g.RT.AddPlugin(ctx, p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			changes = append(changes, "+"+id)
+		case !on && have[id]:
+			if err := g.RT.RemovePlugin(ctx, id); err != nil {
+				errs = append(errs, err)
+			}
+			changes = append(changes, "-"+id)
+		}
+	}
+	if len(changes) > 0 {
+		g.notify()
+	}
+	return changes, errors.Join(errs...)
 }
 
 // MCPStatus reports the upstream MCP servers (nil without any).

@@ -342,3 +342,42 @@ func TestGitPlugin(t *testing.T) { // the bundled git plugin, switched by plugin
 		t.Fatalf("the Git namespace is not in the exec description (Q4):\n%s", d)
 	}
 }
+
+func TestReloadPlugins(t *testing.T) { // issue 12.6: plugins added and removed while the gateway runs
+	g := open(t, nil)
+	hasGit := func() bool {
+		return strings.Contains(g.Surface(capi.RunContext{}, nil).Tools()[0].Description, "Git: Read-only access")
+	}
+	if hasGit() {
+		t.Fatal("git enabled by default")
+	}
+	on := *g.Cfg
+	on.Plugins.Git.Enabled = true
+	changes, err := g.ReloadPlugins(context.Background(), &on)
+	if err != nil || strings.Join(changes, ",") != "+git" || !hasGit() {
+		t.Fatalf("%v %v, git visible: %v", changes, err, hasGit())
+	}
+	select {
+	case <-g.Changed():
+	default:
+		t.Fatal("clients were not told the tools changed")
+	}
+	// A run suspended while the plugin is there gets a clean error once it is removed.
+	s := g.Surface(capi.RunContext{SessionKey: "s"}, nil)
+	r := run(t, s, `await yield_control(); try { await Git.status({}); return "ran" } catch (e) { return e.code }`)
+	if r.Status != capi.StatusWaiting {
+		t.Fatalf("%+v", r)
+	}
+	off := *g.Cfg
+	changes, err = g.ReloadPlugins(context.Background(), &off)
+	if err != nil || strings.Join(changes, ",") != "-git" || hasGit() {
+		t.Fatalf("%v %v", changes, err)
+	}
+	w := s.Wait(context.Background(), "w", codemode.WaitInput{RunID: r.RunID})
+	if value(t, w) != `"plugin_removed"` {
+		t.Fatalf("%+v", w)
+	}
+	if changes, _ := g.ReloadPlugins(context.Background(), &off); len(changes) != 0 {
+		t.Fatalf("no change expected: %v", changes)
+	}
+}
