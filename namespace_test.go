@@ -118,7 +118,7 @@ func TestNamespaces(t *testing.T) { // N1–N5, Q4, the seed's namespace checkli
 			nested++
 		}
 	}
-	if nested != 5 { // list ×3, update, close (the mapper failure never reached the tool)
+	if nested != 6 { // list ×3, update, close, and the refused update whose mapper failed (recorded, never run)
 		t.Fatalf("%d nested namespace calls in the trajectory", nested)
 	}
 	// API files: one declaration per visible namespace, typed from the backing tools.

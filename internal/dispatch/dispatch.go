@@ -276,6 +276,8 @@ func (d *Dispatcher) target(op string, payload []byte) (e *catalog.Entry, input 
 			return nil, nil, &api.ToolError{Name: "Error", Code: "unknown_tool", Message: d.Catalog.UnknownMCPTool(p.Server, p.Tool)}
 		}
 		return e, normalInput(p.Input), nil
+	case "ns.call":
+		return d.namespaceTarget(payload)
 	}
 	return nil, nil, nil
 }
@@ -296,7 +298,7 @@ func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
 	e, input, err := d.target(c.Op, c.Payload)
 	if err != nil {
 		// An unknown, denied or guessed id is an attempt worth auditing: record it.
-		if t := d.Gate.Trajectory; t != nil && (c.Op == "callValue" || c.Op == "call" || c.Op == "mcp.call") {
+		if t := d.Gate.Trajectory; t != nil && (c.Op == "callValue" || c.Op == "call" || c.Op == "mcp.call" || c.Op == "ns.call") {
 			t.Record(api.TrajectoryEvent{Kind: api.EventNested, Time: time.Now(), Run: d.Run, CallID: c.ID,
 				ParentCallID: d.ParentCallID, Tool: d.PendingLabel(c.Op, c.Payload), Status: "error", Error: err.Error()})
 		}
@@ -330,7 +332,7 @@ type prechecked struct {
 func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error) {
 	op, payload := c.Op, c.Payload
 	switch op {
-	case "callValue", "call", "mcp.call":
+	case "callValue", "call", "mcp.call", "ns.call":
 		p, ok := c.Prechecked.(*prechecked)
 		if !ok {
 			e, input, err := d.target(op, payload)
@@ -347,7 +349,7 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		switch {
 		case op == "call":
 			return json.Marshal(map[string]any{"tool": e.ID, "result": resultJSON(res)})
-		case op == "callValue":
+		case op == "callValue" || op == "ns.call":
 			return valueOf(e, res)
 		case len(res.Details) > 0:
 			return res.Details, nil // the MCP layer puts the McpToolResult here
@@ -355,8 +357,6 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		return json.Marshal(resultJSON(res))
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
 		return d.resources(ctx, op, payload)
-	case "ns.call":
-		return d.namespaceCall(ctx, c)
 	}
 	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }

@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -11,44 +10,39 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/namespace"
-	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
-// namespaceCall runs a guest's call of a namespace member (N5): the namespace id and callable
-// index come from the function the prelude installed; anything else is forged and refused. The
-// callable's tool is the plugin's own catalog tool, and the call goes through Execute like
-// tools.callValue — policy, hooks, approvals, trajectory, suspension.
-func (d *Dispatcher) namespaceCall(ctx context.Context, c *sandbox.Call) ([]byte, error) {
+// namespaceTarget resolves a guest's call of a namespace member (N5): the namespace id and
+// callable index come from the function the prelude installed; anything else is forged and
+// refused. The callable's tool is the plugin's own catalog tool, and the call then takes the path
+// of tools.callValue — precheck, policy, hooks, approvals, trajectory, suspension.
+func (d *Dispatcher) namespaceTarget(payload []byte) (*catalog.Entry, json.RawMessage, error) {
 	var p struct {
 		NS   string            `json:"ns"`
 		Call int               `json:"call"`
 		Args []json.RawMessage `json:"args"`
 	}
-	if err := json.Unmarshal(c.Payload, &p); err != nil {
-		return nil, badRequest(err)
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, nil, badRequest(err)
 	}
 	sc := d.Namespaces[p.NS]
 	if sc == nil {
-		return nil, &api.ToolError{Name: "Error", Code: "unknown_namespace", Message: fmt.Sprintf("namespace %q is not available in this run", p.NS)}
+		return nil, nil, &api.ToolError{Name: "Error", Code: "unknown_namespace", Message: fmt.Sprintf("namespace %q is not available in this run", p.NS)}
 	}
 	if p.Call < 0 || p.Call >= len(sc.Calls) {
-		return nil, &api.ToolError{Name: "Error", Code: "unknown_namespace", Message: fmt.Sprintf("namespace %s has no callable #%d", sc.GlobalName, p.Call)}
+		return nil, nil, &api.ToolError{Name: "Error", Code: "unknown_namespace", Message: fmt.Sprintf("namespace %s has no callable #%d", sc.GlobalName, p.Call)}
 	}
 	cl := sc.Calls[p.Call]
 	label := sc.GlobalName + "." + strings.Join(cl.Path, namespace.PathSep)
 	e := d.Catalog.Lookup(namespace.ToolID(sc.PluginID, cl.Tool))
 	if e == nil {
-		return nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: fmt.Sprintf("%s: its tool %s is not available in this run", label, cl.Tool)}
+		return nil, nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: fmt.Sprintf("%s: its tool %s is not available in this run", label, cl.Tool)}
 	}
 	input, err := mapInput(cl, p.Args)
 	if err != nil {
-		return nil, &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: label + ": " + err.Error()}
+		return nil, nil, &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: label + ": " + err.Error()}
 	}
-	res, err := d.Execute(ctx, c, e, input)
-	if err != nil {
-		return nil, err
-	}
-	return valueOf(e, res)
+	return e, normalInput(input), nil
 }
 
 // mapInput turns the guest's arguments into the tool's input: the callable's mapper, or the
