@@ -23,7 +23,8 @@ func execDescription(cat *catalog.Catalog, languages []string, namespaces []*nam
 - tools.search(query, {limit?}) → [{id, name, description, input, output?}]; tools.describe(id) → the same plus full JSON schemas; ALL_TOOLS lists every entry.
 - tools.callValue(id, input) → the tool's JSON value; tools.call(id, input) → the raw {tool, result}; tools.<name>(input) is a shorthand where shown below. A failed call throws a catchable Error with .code.
 - text(value), json(value) and console.log(...) add to the result's output; yield_control(reason) suspends the run and returns "waiting".
-- If the result is "waiting" (slow tools are still running), call wait with its runId.
+- If the result is "waiting" (slow tools are still running), call wait with its runId. Calls and timers a cell starts without awaiting them still finish before the result.
+- A name that does not exist on tools or MCP throws an error naming the nearest ones; test for one with ("name" in tools).
 Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> ?" means unknown: return the raw value first, look at it, and filter or transform it in a later exec instead of guessing field names (also when a declared value feeds a "-> ?" call).
 `)
 	if servers := cat.Servers(); len(servers) > 0 {
