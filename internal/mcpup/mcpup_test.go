@@ -427,7 +427,9 @@ func TestUntrustedMetadataIsBounded(t *testing.T) {
 		return textResult(strings.Repeat("h", 9<<20)), nil
 	})
 	f := newFixture(t)
-	f.addInMemory("hostile", srv, 0)
+	// A generous timeout: this test is about bounds, and a 9 MiB result under -race on a loaded
+	// machine can take seconds to encode and decode.
+	f.addInMemory("hostile", srv, 120000)
 	m := f.startReady()
 	names := map[string]*api.Tool{}
 	for _, tl := range m.Tools() {
