@@ -1,4 +1,4 @@
-// Package config reads the gateway's JSON5 configuration file (SPEC C1–C4).
+// Package config reads the gateway's JSON5 configuration file (docs/semantics.md C1–C4).
 //
 // The file is strict on purpose. Unknown keys, duplicate keys, wrong types and out-of-range
 // values are all errors, because a typo such as `timoutMs` that quietly fell back to a default

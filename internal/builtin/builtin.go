@@ -3,8 +3,8 @@
 // (web_fetch) and an optional shell tool (exec).
 //
 // Every tool is an *api.Tool owned by "core" (catalog id native:core:<name>) and declares an
-// OutputSchema for its `details` value (SPEC O1–O6). The schemas are closed at every object
-// layer, so the catalog renders them as compact hints, and a test validates real details
+// OutputSchema for its `details` value (docs/semantics.md O1–O6). The schemas are closed at every
+// object layer, so the catalog renders them as compact hints, and a test validates real details
 // against them.
 //
 // Tool inputs come from model-written code and are treated as hostile:

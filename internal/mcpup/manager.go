@@ -1,5 +1,5 @@
-// Package mcpup keeps connections to upstream MCP servers (SPEC M1): stdio servers the gateway
-// starts as child processes and streamable HTTP servers. It turns their tools into api.Tool
+// Package mcpup keeps connections to upstream MCP servers (docs/semantics.md M1): stdio servers the
+// gateway starts as child processes and streamable HTTP servers. It turns their tools into api.Tool
 // values (source "mcp", owner = server name) and reaches their resources and prompts.
 //
 // Each enabled server has one supervisor goroutine that connects, lists tools, refreshes them

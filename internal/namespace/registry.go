@@ -1,8 +1,8 @@
-// Package namespace is the registry of plugin namespaces (SPEC §10, N1–N6): domain APIs such as
-// `Git.log(...)` that a trusted loader registers for a plugin. It decides which namespaces a run
-// may see (N2: every backing tool is in the run's catalog and owned by the registering plugin),
-// serializes each one's per-run scope into plain data plus callable markers (N3–N4), and resolves
-// a guest's call back to the one catalog tool it may target (N5).
+// Package namespace is the registry of plugin namespaces (docs/semantics.md §10, N1–N6): domain
+// APIs such as `Git.log(...)` that a trusted loader registers for a plugin. It decides which
+// namespaces a run may see (N2: every backing tool is in the run's catalog and owned by the
+// registering plugin), serializes each one's per-run scope into plain data plus callable markers
+// (N3–N4), and resolves a guest's call back to the one catalog tool it may target (N5).
 package namespace
 
 import (

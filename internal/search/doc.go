@@ -1,6 +1,6 @@
 // Package search ranks catalog tools for a free-text query: the engine behind
 // tools.search(query, {limit}) and MCP.$search(query, {limit, server})
-// (SPEC §6 K5).
+// (docs/semantics.md K5).
 //
 // # Model
 //
