@@ -80,6 +80,16 @@ func wireValue(t *testing.T, raw json.RawMessage) map[string]any {
 		t.Fatalf("%v: %s", err, raw)
 	}
 	delete(m, "resultType")
+	// Blob resources carry the stamp too, base64-encoded.
+	content, _ := m["content"].([]any)
+	for _, b := range content {
+		res, _ := b.(map[string]any)["resource"].(map[string]any)
+		if blob, ok := res["blob"].(string); ok {
+			if dec, err := base64.StdEncoding.DecodeString(blob); err == nil {
+				res["blob"] = string(createdAt.ReplaceAll(dec, []byte("created at TIME")))
+			}
+		}
+	}
 	if meta, ok := m["_meta"].(map[string]any); ok {
 		delete(meta, "io.modelcontextprotocol/serverInfo")
 		if len(meta) == 0 {
