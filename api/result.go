@@ -13,7 +13,7 @@ const (
 // lists when each is used).
 type ErrorCode string
 
-// Error codes of failed results: the seed's six (SPEC Z), then ours.
+// Error codes of failed results: the contract's six (docs/semantics.md, Z), then ours.
 const (
 	CodeInvalidInput       ErrorCode = "invalid_input"
 	CodeRuntimeUnavailable ErrorCode = "runtime_unavailable"
@@ -28,6 +28,13 @@ const (
 	// CodeOverloaded: the process runs as many execs/waits as its admission limits allow and
 	// its queue is full (or the wait for a slot outlasted timeoutMs). Retry later.
 	CodeOverloaded ErrorCode = "overloaded"
+	// CodeNotApproved: an approval rule or hook asked a person about the exec or wait itself
+	// and they (or the fallback) said no. Nested calls refused this way throw a ToolError with
+	// this code inside the cell instead.
+	CodeNotApproved ErrorCode = "not_approved"
+	// CodeApprovalExpired: the decision did not come before the request expired; the call was
+	// not run. Seen by cells as a ToolError code.
+	CodeApprovalExpired ErrorCode = "approval_expired"
 )
 
 // Waiting reasons.

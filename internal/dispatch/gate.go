@@ -149,13 +149,13 @@ func refusal(label string, dec api.Decision, expired bool) error {
 		return nil
 	}
 	if expired {
-		return &api.ToolError{Name: "Error", Code: "approval_expired", Message: fmt.Sprintf("%s was not run: the approval request expired (%s)", label, dec.Reason)}
+		return &api.ToolError{Name: "Error", Code: string(api.CodeApprovalExpired), Message: fmt.Sprintf("%s was not run: the approval request expired (%s)", label, dec.Reason)}
 	}
 	reason := dec.Reason
 	if reason == "" {
 		reason = "rejected"
 	}
-	return &api.ToolError{Name: "Error", Code: "not_approved", Message: fmt.Sprintf("%s was not approved: %s", label, reason)}
+	return &api.ToolError{Name: "Error", Code: string(api.CodeNotApproved), Message: fmt.Sprintf("%s was not approved: %s", label, reason)}
 }
 
 func (g *Gate) recordRequest(req api.ApprovalRequest, parent string) {

@@ -110,7 +110,7 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 		id := c.id
 		c.timer = time.AfterFunc(d, func() { r.push(completion{id: id, result: []byte("true")}) })
 	case "yield":
-		c.label = "yield_control"
+		c.label = yieldLabel(payload)
 		r.yieldAsked = true
 		r.yielded = c
 	default:
@@ -373,4 +373,26 @@ func (r *Run) describeSyntax(vm *quickjs.VM, exc quickjs.Value) string {
 		}
 	}
 	return r.describe(vm, exc)
+}
+
+// yieldLabel names a yield_control call in pendingToolCalls with the cell's reason, so the model
+// (and a person reading the trajectory) sees why the run paused: `yield_control("batch 2")`.
+// The reason is guest text: cut to a bound, never trusted as structure.
+func yieldLabel(payload []byte) string {
+	var p struct {
+		Reason string `json:"reason"`
+	}
+	_ = json.Unmarshal(payload, &p)
+	if p.Reason == "" {
+		return "yield_control"
+	}
+	const maxReason = 200
+	if r := []rune(p.Reason); len(r) > maxReason {
+		p.Reason = string(r[:maxReason]) + "…"
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(p.Reason)
+	return "yield_control(" + strings.TrimSuffix(b.String(), "\n") + ")"
 }

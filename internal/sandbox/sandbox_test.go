@@ -506,6 +506,10 @@ func TestYieldAndResume(t *testing.T) { // X8, W1: lexical state and output surv
 		if o.Reason != ReasonYield {
 			t.Fatalf("reason %q", o.Reason)
 		}
+		// The cell's reason names the pending yield, so the model sees why it paused.
+		if want := fmt.Sprintf(`yield_control("step %d")`, i); len(o.PendingToolCalls) != 1 || o.PendingToolCalls[0].Tool != want {
+			t.Fatalf("pending %+v, want one %s", o.PendingToolCalls, want)
+		}
 		for _, e := range o.Output {
 			outputs = append(outputs, e.Text)
 		}
