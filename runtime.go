@@ -69,7 +69,8 @@ type Options struct {
 	// either way: the least recently suspended VM is snapshotted and closed when the bounds are
 	// reached.
 	HotRuns int
-	// HotMemoryBytes bounds the linear memory those VMs hold (0: DefaultHotMemoryBytes).
+	// HotMemoryBytes bounds the memory those VMs hold, counted as their linear memories'
+	// capacity (0: DefaultHotMemoryBytes).
 	HotMemoryBytes int64
 	// Suspended bounds the suspended runs of one session and their snapshots' bytes, beside the
 	// process cap of 64 runs (W5), so no session can use up the store for the others.
@@ -298,7 +299,8 @@ type Stats struct {
 	SuspendedRuns int
 	// SuspendedBytes is the total size of their stored snapshots.
 	SuspendedBytes int
-	// HotRuns is how many of them keep a live VM, holding HotBytes of linear memory;
+	// HotRuns is how many of them keep a live VM, holding HotBytes of memory (linear memory
+	// capacity);
 	// HotEvictions counts the VMs snapshotted and closed to stay within the bounds.
 	HotRuns      int
 	HotBytes     int64

@@ -17,6 +17,7 @@ import (
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/searcheval"
@@ -63,15 +64,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return configError(stderr, err)
 	}
 	cfg.Tools.CodeMode.Enabled = true
-	rt, err := codemode.New(ctx, codemode.ConfigOptions(cfg))
-	if err == nil {
-		err = rt.Err()
-	}
+	rt, err := benchRuntime(ctx, cfg, 0)
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode bench: runtime unavailable:", err)
 		return exitFailed
 	}
 	defer rt.Close()
+	coldRT, err := benchRuntime(ctx, cfg, -1)
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode bench: runtime unavailable:", err)
+		return exitFailed
+	}
+	defer coldRT.Close()
 	var results []benchResult
 	add := func(name string, iters int, f func() error) bool {
 		if *only != "" && !strings.Contains(name, *only) {
@@ -107,7 +111,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitFailed
 		}
 	}
-	if err := benchSuspended(ctx, rt, *n, *only, add, &results); err != nil {
+	if err := benchSuspended(ctx, rt, coldRT, *n, *only, add, &results); err != nil {
 		fmt.Fprintln(stderr, "codemode bench:", err)
 		return exitFailed
 	}
@@ -137,14 +141,32 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// benchSuspended measures suspension: exec → waiting, wait → completed, the stored size of a
-// typical suspended run, and the heap held by 64 suspended runs.
-func benchSuspended(ctx context.Context, rt *codemode.Runtime, n int, only string, add func(string, int, func() error) bool, results *[]benchResult) error {
-	s := rt.Activate(api.RunContext{SessionKey: "bench-suspend"}, nil)
+// benchSuspended measures suspension twice: with hot VMs (the default: a suspended run keeps its
+// VM, wait continues it in place) and cold (every suspended run is a stored snapshot, as after an
+// eviction or in another process): exec → waiting, wait → completed, and what 64 suspended runs
+// hold. The 64 runs are spread over sessions so the per-session share (runs.maxRunsPerSession)
+// does not refuse them.
+func benchSuspended(ctx context.Context, hot, cold *codemode.Runtime, n int, only string, add func(string, int, func() error) bool, results *[]benchResult) error {
+	for _, v := range []struct {
+		mode string
+		rt   *codemode.Runtime
+	}{{"hot", hot}, {"cold", cold}} {
+		if err := benchSuspendedOn(ctx, v.rt, v.mode, n, only, add, results); err != nil {
+			return fmt.Errorf("%s: %w", v.mode, err)
+		}
+	}
+	return nil
+}
+
+func benchSuspendedOn(ctx context.Context, rt *codemode.Runtime, mode string, n int, only string, add func(string, int, func() error) bool, results *[]benchResult) error {
+	session := func(i int) *codemode.Surface {
+		return rt.Activate(api.RunContext{SessionKey: fmt.Sprintf("bench-suspend-%d", i/8)}, nil)
+	}
+	s := session(0)
 	code := `const state = {items: Array.from({length: 200}, (_, i) => ({i, name: "item " + i}))};
 await yield_control("bench"); return state.items.length`
 	var runID string
-	suspend := func() error {
+	suspend := func(s *codemode.Surface) error {
 		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
 		if res.Status != api.StatusWaiting {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
@@ -152,8 +174,8 @@ await yield_control("bench"); return state.items.length`
 		runID = res.RunID
 		return nil
 	}
-	if !add("suspend: exec → waiting (snapshot + store)", n, func() error {
-		if err := suspend(); err != nil {
+	if !add("suspend ("+mode+"): exec → waiting", n, func() error {
+		if err := suspend(s); err != nil {
 			return err
 		}
 		rt.CancelRun(runID)
@@ -161,12 +183,13 @@ await yield_control("bench"); return state.items.length`
 	}) {
 		return errors.New("suspend failed")
 	}
-	if only != "" && !strings.Contains("resume: wait → completed", only) && !strings.Contains("suspended", only) {
+	resumeName := "resume (" + mode + "): wait → completed"
+	if only != "" && !strings.Contains(resumeName, only) && !strings.Contains("suspended", only) {
 		return nil
 	}
 	var samples []time.Duration
 	for i := 0; i < n; i++ {
-		if err := suspend(); err != nil {
+		if err := suspend(s); err != nil {
 			return err
 		}
 		t0 := time.Now()
@@ -176,28 +199,46 @@ await yield_control("bench"); return state.items.length`
 			return fmt.Errorf("wait: %s: %s", res.Status, res.Error)
 		}
 	}
-	*results = append(*results, summarize("resume: wait → completed (restore + deliver + finish)", samples))
-	// 64 suspended runs: stored bytes and the Go heap they hold.
+	*results = append(*results, summarize(resumeName, samples))
+	// 64 suspended runs: what they hold, stored snapshots or live VMs, and the Go heap.
+	const runs = 64
 	goruntime.GC()
 	var before, after goruntime.MemStats
 	goruntime.ReadMemStats(&before)
 	var ids []string
-	for i := 0; i < 64; i++ {
-		if err := suspend(); err != nil {
-			return err
+	for i := 0; i < runs; i++ {
+		if err := suspend(session(i)); err != nil {
+			return fmt.Errorf("suspended run %d: %w", i+1, err)
 		}
 		ids = append(ids, runID)
 	}
 	goruntime.GC()
 	goruntime.ReadMemStats(&after)
-	stored := float64(rt.Stats().SuspendedBytes)
-	*results = append(*results,
-		benchResult{Name: "stored bytes per suspended run", Unit: "KB", N: 64, Min: stored / 64 / 1024, Median: stored / 64 / 1024, Max: stored / 64 / 1024},
-		benchResult{Name: "64 suspended runs: Go heap held", Unit: "MB", N: 1, Min: mb(after.HeapInuse, before.HeapInuse), Median: mb(after.HeapInuse, before.HeapInuse), Max: mb(after.HeapInuse, before.HeapInuse)})
+	st := rt.Stats()
+	one := func(name, unit string, v float64) benchResult {
+		return benchResult{Name: name, Unit: unit, N: 1, Min: v, Median: v, Max: v}
+	}
+	if mode == "cold" {
+		*results = append(*results, one("stored bytes per suspended run (cold)", "KB", float64(st.SuspendedBytes)/runs/1024))
+	} else {
+		*results = append(*results, one(fmt.Sprintf("%d suspended runs (hot): %d live VMs, linear memory", runs, st.HotRuns), "MB", float64(st.HotBytes)/(1<<20)))
+	}
+	*results = append(*results, one(fmt.Sprintf("%d suspended runs (%s): Go heap held", runs, mode), "MB", mb(after.HeapInuse, before.HeapInuse)))
 	for _, id := range ids {
 		rt.CancelRun(id)
 	}
 	return nil
+}
+
+// benchRuntime builds the runtime measured; hotRuns as Options.HotRuns (-1: no hot VMs).
+func benchRuntime(ctx context.Context, cfg *config.Config, hotRuns int) (*codemode.Runtime, error) {
+	opts := codemode.ConfigOptions(cfg)
+	opts.HotRuns = hotRuns
+	rt, err := codemode.New(ctx, opts)
+	if err == nil {
+		err = rt.Err()
+	}
+	return rt, err
 }
 
 func mb(a, b uint64) float64 {

@@ -154,6 +154,7 @@ type VM struct {
 	mod     *Module
 	inst    api.Module
 	mem     api.Memory
+	lin     *linearMemory // mem's backing buffer, for its capacity
 	f       funcs
 	callCtx context.Context
 	levels  []*level
@@ -237,12 +238,17 @@ func (m *Module) NewVM(ctx context.Context) (*VM, error) {
 }
 
 func (m *Module) instantiate(ctx context.Context) (*VM, error) {
-	inst, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, memAllocator), m.compiled,
+	var lin *linearMemory
+	alloc := experimental.MemoryAllocatorFunc(func(capacity, max uint64) experimental.LinearMemory {
+		lin = memAllocator.Allocate(capacity, max).(*linearMemory)
+		return lin
+	})
+	inst, err := m.runtime.InstantiateModule(experimental.WithMemoryAllocator(ctx, alloc), m.compiled,
 		wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
 		return nil, fmt.Errorf("%w: instantiate: %v", ErrUnavailable, err)
 	}
-	vm := &VM{mod: m, inst: inst, mem: inst.Memory(), callbacks: map[string]HostFunc{}, f: fnTable}
+	vm := &VM{mod: m, inst: inst, mem: inst.Memory(), lin: lin, callbacks: map[string]HostFunc{}, f: fnTable}
 	vm.callCtx = context.WithValue(context.Background(), vmKey{}, vm)
 	var ok bool
 	if vm.sp, ok = inst.ExportedGlobal("__stack_pointer").(api.MutableGlobal); !ok {
@@ -390,6 +396,15 @@ func (vm *VM) Dead() error { return vm.dead }
 
 // MemorySize is the current linear memory size in bytes.
 func (vm *VM) MemorySize() uint32 { return vm.mem.Size() }
+
+// ReservedBytes is the memory the VM holds: its linear memory's capacity, which the allocator
+// reserves ahead of growth and which is larger than MemorySize. Budgets of live VMs count this.
+func (vm *VM) ReservedBytes() int64 {
+	if vm.lin == nil || vm.lin.buf == nil {
+		return int64(vm.mem.Size())
+	}
+	return int64(cap(vm.lin.buf))
+}
 
 // SetMemoryLimit sets the QuickJS allocator limit (bytes; 0 = unlimited).
 func (vm *VM) SetMemoryLimit(n uint64) error { return vm.callVoid(vm.f.setMemoryLimit, n) }

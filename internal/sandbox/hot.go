@@ -29,7 +29,8 @@ type hotEntry struct {
 	el    *list.Element
 }
 
-// NewHotCache keeps at most maxRuns VMs and maxBytes of their linear memory alive. A cache with
+// NewHotCache keeps at most maxRuns VMs and maxBytes of their memory (linear memory capacity,
+// quickjs.VM.ReservedBytes) alive. A cache with
 // maxRuns ≤ 0 keeps none.
 func NewHotCache(maxRuns int, maxBytes int64) *HotCache {
 	return &HotCache{maxRuns: maxRuns, maxBytes: maxBytes, lru: list.New()}
@@ -109,7 +110,8 @@ func (r *Run) keepHot(vm *quickjs.VM) bool {
 	if r.maxSnapshot > 0 && size+size/64+snapshotHeader+4096 > int64(r.maxSnapshot) {
 		return false
 	}
-	e := h.admit(r, size)
+	// The budget counts what the VM holds, its memory's capacity, not only the bytes in use.
+	e := h.admit(r, vm.ReservedBytes())
 	if e == nil {
 		return false
 	}

@@ -85,3 +85,37 @@ func mustPrepare(tb testing.TB, code string) *source.Program {
 	}
 	return prog
 }
+
+// The memory budget counts what a hot VM holds (its linear memory's capacity), not only the bytes
+// in use: a budget of three VMs' worth keeps three, whatever their heaps use.
+func TestHotBudgetCountsHeldMemory(t *testing.T) { // issue 15: hot VMs within a real memory bound
+	base, tmpl := testEngine(t)
+	eng, err := NewEngine(context.Background(), base.mod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: mustPrepare(t, `await yield_control(); return 1`), CallID: "p"})
+	if o.Status != StatusWaiting {
+		t.Fatalf("%+v", o)
+	}
+	probe.Close()
+	eng.SetHotCache(NewHotCache(100, 1<<40))
+	r, _ := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: mustPrepare(t, `await yield_control(); return 1`), CallID: "q"})
+	held, inUse := eng.HotCache().Stats().Bytes, int64(r.vm.MemorySize())
+	r.Close()
+	if held < inUse {
+		t.Fatalf("a hot VM holds %d bytes by the cache's count, less than the %d its memory uses", held, inUse)
+	}
+	cache := NewHotCache(100, 3*held+held/2)
+	eng.SetHotCache(cache)
+	for i := 0; i < 6; i++ {
+		r, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: mustPrepare(t, `await yield_control(); return 1`), CallID: "c"})
+		if o.Status != StatusWaiting {
+			t.Fatalf("%+v", o)
+		}
+		defer r.Close()
+	}
+	if st := cache.Stats(); st.Runs != 3 || st.Bytes > 3*held+held/2 {
+		t.Fatalf("cache %+v with a budget of %d bytes (%d per VM), want 3 hot", st, 3*held+held/2, held)
+	}
+}
