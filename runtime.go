@@ -143,7 +143,7 @@ type Policy struct {
 	// declare itself direct-only (api.Tool.DirectOnly). Entries that match no tool of a run are
 	// reported by Surface.Warnings.
 	DirectOnly []string
-	// SandboxAllowsMCP lets runs marked Sandboxed reach MCP tools (the seed's
+	// SandboxAllowsMCP lets runs marked Sandboxed reach MCP tools (the contract's
 	// tools.sandbox.tools.alsoAllow: ["bundle-mcp"], C4).
 	SandboxAllowsMCP bool
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // Namespace is a domain API a plugin offers to cells as a global (`Git.log({limit: 10})`) and as
-// `namespaces.<GlobalName>`, without adding model-visible tools (SPEC §10). Every callable member
+// `namespaces.<GlobalName>`, without adding model-visible tools (docs/semantics.md, §10). Every callable member
 // is a catalog tool call underneath: the same policy, hooks, approvals, cancellation, trajectory
 // and suspension as tools.callValue.
 type Namespace struct {
@@ -47,7 +47,7 @@ type NamespaceCallable struct {
 	Input func(args []json.RawMessage) (json.RawMessage, error)
 }
 
-// NamespaceTool makes a callable scope member backed by the plugin tool toolName (the seed's
+// NamespaceTool makes a callable scope member backed by the plugin tool toolName (the contract's
 // createCodeModeNamespaceTool). input may be nil (see NamespaceCallable.Input).
 func NamespaceTool(toolName string, input func(args []json.RawMessage) (json.RawMessage, error)) *NamespaceCallable {
 	return &NamespaceCallable{Tool: toolName, Input: input}

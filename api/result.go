@@ -48,7 +48,7 @@ const (
 	ReasonApproval = "approval"
 )
 
-// ExecResult is the CodeModeResult union returned by exec and wait (SPEC §3). Exactly the fields
+// ExecResult is the CodeModeResult union returned by exec and wait (docs/semantics.md, §3). Exactly the fields
 // of its Status are set; MarshalJSON writes only those.
 type ExecResult struct {
 	Status string

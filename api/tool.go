@@ -15,7 +15,7 @@ import (
 type Source string
 
 const (
-	// SourceNative covers core tools and plugin tools (the seed's "openclaw" source).
+	// SourceNative covers core tools and plugin tools ("openclaw" in the original design).
 	SourceNative Source = "native"
 	SourceMCP    Source = "mcp"
 	SourceClient Source = "client"
@@ -161,7 +161,7 @@ type RunContext struct {
 type Plugin struct {
 	ID    string
 	Tools []*Tool
-	// Namespaces are the plugin's domain APIs for cells (SPEC §10), backed by its Tools. They are
+	// Namespaces are the plugin's domain APIs for cells (docs/semantics.md, §10), backed by its Tools. They are
 	// registered when the plugin is added and cleared when it is removed.
 	Namespaces []Namespace
 	// Config is handed to each namespace's CreateScope (NamespaceContext.Config).

@@ -100,7 +100,7 @@ type WebFetch struct {
 // Timeout is TimeoutMs as a duration.
 func (w WebFetch) Timeout() time.Duration { return time.Duration(w.TimeoutMs) * time.Millisecond }
 
-// Sandbox is the tool policy for sandboxed agents, kept as the seed's switch (C4).
+// Sandbox is the tool policy for sandboxed agents, kept as the contract's switch (docs/semantics.md, C4).
 type Sandbox struct {
 	Tools SandboxTools
 }
@@ -193,7 +193,7 @@ func (r Runtime) CompileCachePath() (string, error) {
 	return filepath.Join(dir, "codemode", "wazero"), nil
 }
 
-// The only values the seed allows for tools.codeMode.runtime, .mode and .languages (C2).
+// The only values the contract allows for tools.codeMode.runtime, .mode and .languages (C2).
 const (
 	RuntimeQuickJSWASI = "quickjs-wasi"
 	ModeOnly           = "only"
@@ -202,7 +202,7 @@ const (
 )
 
 // CodeMode is tools.codeMode (C1, C2). Only Enabled turns code mode on; every other field is a
-// limit, already validated against the ranges listed here and in the seed.
+// limit, already validated against the ranges listed here and in docs/semantics.md.
 type CodeMode struct {
 	Enabled bool
 	Runtime string // RuntimeQuickJSWASI
@@ -217,12 +217,12 @@ type CodeMode struct {
 	MaxPendingToolCalls int   // 1–128: nested tool calls in flight at once
 	SnapshotTTLSeconds  int   // 1–86400: how long a suspended run waits for `wait`
 	// SearchDefaultLimit is tools.search's limit when the cell gives none. Any integer ≥ 1 is
-	// accepted and then clamped to MaxSearchLimit, as the seed says "clamped", not "rejected".
+	// accepted and then clamped to MaxSearchLimit, as the contract says "clamped", not "rejected" (K5).
 	SearchDefaultLimit int
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
 }
 
-// DefaultCodeMode returns the seed's defaults, disabled.
+// DefaultCodeMode returns the contract's defaults (docs/semantics.md, C2), disabled.
 func DefaultCodeMode() CodeMode {
 	return CodeMode{
 		Enabled:             false,
@@ -301,7 +301,7 @@ var defaultFile []byte
 // write it out for the user to edit.
 func DefaultFile() []byte { return slices.Clone(defaultFile) }
 
-// Default returns the embedded default configuration: code mode on with the seed's limits,
+// Default returns the embedded default configuration: code mode on with the contract's limits,
 // workspace ".", no MCP servers, the shell tool off and web fetch on. Each call returns a fresh
 // value the caller may modify. It panics only if the embedded file is invalid, which a test
 // rules out.

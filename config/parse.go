@@ -439,7 +439,7 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 	}
 }
 
-// codeModeKeys is in the seed's table order, which is also the order "expected one of" lists.
+// codeModeKeys is in the contract's table order (docs/semantics.md, C2), which is also the order "expected one of" lists.
 var codeModeKeys = []string{"enabled", "runtime", "mode", "languages", "timeoutMs",
 	"memoryLimitBytes", "maxOutputBytes", "maxSnapshotBytes", "maxPendingToolCalls",
 	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit"}

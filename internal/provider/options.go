@@ -91,7 +91,7 @@ type DebugOptions struct {
 }
 
 // Environment variables read by DebugFromEnv. CODEMODE_DEBUG_SSE is accepted too: it is the
-// seed's name (OPENCLAW_DEBUG_SSE) with our prefix.
+// original's name (OPENCLAW_DEBUG_SSE) with our prefix.
 const (
 	EnvDebugPayload   = "CODEMODE_DEBUG_MODEL_PAYLOAD"
 	EnvDebugSSE       = "CODEMODE_DEBUG_MODEL_SSE"

@@ -93,7 +93,7 @@ type Usage struct {
 // Limits bound a durable store. Zero fields take the defaults; for a shared store they are
 // fleet-wide figures, enforced atomically by the store.
 type Limits struct {
-	Runs         int   // suspended runs in the store (default MaxSuspended, the seed's W5 figure)
+	Runs         int   // suspended runs in the store (default MaxSuspended, the W5 figure)
 	SessionRuns  int   // suspended runs of one session key (default 32)
 	Bytes        int64 // bytes of records and results in the store (default 640 MiB)
 	SessionBytes int64 // bytes of one session's runs (default 320 MiB)

@@ -16,7 +16,7 @@ import (
 // MaxSuspended is the per-process cap on suspended runs (W5).
 const MaxSuspended = 64
 
-// Error is a run-store error. Its messages are the seed's, final period included (W3).
+// Error is a run-store error. Its messages are the contract's, final period included (W3).
 type Error string
 
 func (e Error) Error() string { return string(e) }

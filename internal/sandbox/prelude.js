@@ -3,7 +3,7 @@
 // the three host functions; the factory installs the guest globals and returns the internal
 // functions the host keeps (by reference, in VM memory) and calls later.
 //
-// Rules this file lives by (DESIGN.md, "Security lessons"):
+// Rules this file lives by (RATIONALE.md, "Why does the prelude capture intrinsics?"):
 //  - The cell may replace any global or prototype method before our code touches its values. We
 //    capture every intrinsic we use here, at init, and never call a guest-modifiable method on a
 //    guest value: calls go through Reflect.apply on captured functions.

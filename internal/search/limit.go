@@ -1,13 +1,13 @@
 package search
 
-// Defaults of the code-mode configuration (SPEC §1 C2: searchDefaultLimit,
+// Defaults of the code-mode configuration (docs/semantics.md, C2: searchDefaultLimit,
 // maxSearchLimit).
 const (
 	DefaultLimit = 8
 	MaxLimit     = 50
 )
 
-// EffectiveLimit applies the configured limit rules (SPEC §6 K5) to the limit a
+// EffectiveLimit applies the configured limit rules (docs/semantics.md, K5) to the limit a
 // guest passed to tools.search / MCP.$search. requested <= 0 means "not given"
 // and yields defaultLimit; the result is clamped to [1, maxLimit]. A maxLimit
 // outside 1–MaxLimit is treated as MaxLimit, a defaultLimit <= 0 as

@@ -11,7 +11,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 )
 
-// Targeted debug logging, switched by environment variables (SPEC D1; the seed's OPENCLAW_DEBUG_*
+// Targeted debug logging, switched by environment variables (docs/semantics.md D1; the original's OPENCLAW_DEBUG_*
 // names with our prefix). All of it goes to the server's logger (stderr), never to the protocol
 // stream.
 //

@@ -124,7 +124,7 @@ var Namespace = struct {
 	},
 }
 
-// namespace is the `Git` namespace over the plugin's tools (SPEC §10): Git.log({limit: 10}) is
+// namespace is the `Git` namespace over the plugin's tools (docs/semantics.md, §10): Git.log({limit: 10}) is
 // tools.git_log({limit: 10}) with the plugin's own name for it.
 func namespace() api.Namespace {
 	required := make([]string, 0, len(Namespace.Methods))
