@@ -28,6 +28,9 @@ const (
 	// CodeOverloaded: the process runs as many execs/waits as its admission limits allow and
 	// its queue is full (or the wait for a slot outlasted timeoutMs). Retry later.
 	CodeOverloaded ErrorCode = "overloaded"
+	// CodeRunStore: the shared run store (runStore.redis) cannot be reached or refused a record
+	// (another key, a tampered record). The operator's to fix; a wait can be retried later.
+	CodeRunStore ErrorCode = "run_store_error"
 )
 
 // Waiting reasons.

@@ -168,12 +168,14 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 	}
 	a.mu.Unlock()
 	if wasCarried && cr.dec != nil {
-		// Decided while the run was away (Decide on a shared run store): no second question.
-		by := cr.dec.By
-		if by == "" {
-			by = "person"
+		// Decided while the run was away (Decide on a shared run store): no second question,
+		// unless the request had expired by then.
+		if time.Now().After(req.Expires) {
+			dec := api.Decision{Reason: "nobody decided within " + need.Timeout.String()}
+			g.recordDecision(req, d.ParentCallID, dec, "timeout", true)
+			return refusal(req.Tool, dec, true)
 		}
-		g.recordDecision(req, d.ParentCallID, *cr.dec, by, false)
+		g.recordDecision(req, d.ParentCallID, *cr.dec, "person", false)
 		return refusal(req.Tool, *cr.dec, false)
 	}
 	if !wasCarried {

@@ -489,6 +489,7 @@ type PendingCall struct {
 	ID      string
 	Op      string
 	Payload []byte
+	Label   string
 	Owner   string // the process running it
 }
 
@@ -498,7 +499,7 @@ func (r *Run) Remote() []PendingCall {
 	var out []PendingCall
 	for _, c := range r.calls {
 		if c.owner != "" && !c.settled {
-			out = append(out, PendingCall{ID: r.callID(c.id), Op: c.op, Payload: c.payload, Owner: c.owner})
+			out = append(out, PendingCall{ID: r.callID(c.id), Op: c.op, Payload: c.payload, Label: c.label, Owner: c.owner})
 		}
 	}
 	slices.SortFunc(out, func(a, b PendingCall) int { return strings.Compare(a.ID, b.ID) })
@@ -574,3 +575,7 @@ func (r *Run) StartPending() { r.startQueued() }
 // Changed is signalled when something happened to the run's calls (a completion, a decision
 // awaited). Between drives only one waiter may use it.
 func (r *Run) Changed() <-chan struct{} { return r.notify }
+
+// Running is the number of calls running here (goroutines of this run): while it is not zero, a
+// suspended run's process must stay its calls' owner.
+func (r *Run) Running() int { return r.runningCalls() }
