@@ -136,7 +136,8 @@ func storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 10*time.Second)
 }
 
-// entry returns the process's entry of a run, creating it.
+// entry returns the process's entry of a run, creating it, marked busy: the caller (an exec
+// storing a new run, a wait holding the lease) owns it until setCurrent, park, release or drop.
 func (d *durableRuns) entry(id string, scope api.RunContext) *durableEntry {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -145,6 +146,9 @@ func (d *durableRuns) entry(id string, scope api.RunContext) *durableEntry {
 		e = &durableEntry{d: d, id: id, scope: scope}
 		d.entries[id] = e
 	}
+	e.mu.Lock()
+	e.busy = true
+	e.mu.Unlock()
 	d.startLocked()
 	return e
 }
@@ -336,7 +340,7 @@ func (e *durableEntry) setCurrent(r *durableRun) {
 		e.mu.Lock()
 		if e.current == r && !e.busy {
 			e.current = nil
-			e.carriers = append(e.carriers, r.run) // calls still running end on their own
+			e.addCarrierLocked(r.run) // calls still running end on their own
 		}
 		e.mu.Unlock()
 	})
@@ -356,8 +360,18 @@ func (e *durableEntry) takeCurrent(version string) *durableRun {
 		return cur
 	}
 	e.current = nil
-	e.carriers = append(e.carriers, cur.run)
+	e.addCarrierLocked(cur.run)
 	return nil
+}
+
+// addCarrierLocked keeps a run only for the calls it still runs here: its VM goes now.
+func (e *durableEntry) addCarrierLocked(r *sandbox.Run) {
+	if r.Running() == 0 {
+		r.Close()
+		return
+	}
+	r.DropVM()
+	e.carriers = append(e.carriers, r)
 }
 
 // release ends a wait of this process on the entry without a new current run.
@@ -371,6 +385,10 @@ func (e *durableEntry) release() {
 // the process, and other processes find their owner silent.
 func (d *durableRuns) close() {
 	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return
+	}
 	d.closed = true
 	started := d.started
 	entries := make([]*durableEntry, 0, len(d.entries))

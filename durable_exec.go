@@ -274,7 +274,7 @@ func (e *durableEntry) park(dr *durableRun) {
 	defer e.mu.Unlock()
 	e.busy = false
 	if e.current != dr {
-		e.carriers = append(e.carriers, dr.run)
+		e.addCarrierLocked(dr.run)
 	}
 }
 
@@ -500,7 +500,11 @@ func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 		skip := w.lost[c.ID] || w.consumed[c.ID]
 		w.lost[c.ID] = true
 		w.mu.Unlock()
-		if !skip {
+		switch {
+		case skip:
+		case w.disp.ReplaySafe(c.Op, c.Payload):
+			w.run.ReissueLater(c.ID) // the driver's admission writes the marker first
+		default:
 			w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})
 		}
 	}

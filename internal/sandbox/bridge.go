@@ -257,6 +257,10 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 		if c == nil || c.settled {
 			continue
 		}
+		if done.reissue {
+			r.reissueLocked(c)
+			continue
+		}
 		c.settled = true
 		delete(r.calls, c.id)
 		if c.owner != "" {

@@ -151,6 +151,7 @@ type completion struct {
 	result    []byte
 	err       error
 	noForward bool // a timer's, or a result that came from elsewhere: never handed to the sink
+	reissue   bool // not a result: start the call here (its owner died), see ReissueLater
 }
 
 // CallResult is a call's outcome as data, the form it takes in a run store: the JSON result, or

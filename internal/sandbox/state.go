@@ -168,7 +168,7 @@ func (r *Run) Export() (State, error) {
 	r.mu.Lock()
 	done := make(map[int64]completion, len(r.ready))
 	for _, c := range r.ready {
-		if _, seen := done[c.id]; !seen {
+		if _, seen := done[c.id]; !seen && !c.reissue {
 			done[c.id] = c
 		}
 	}
@@ -561,11 +561,29 @@ func (r *Run) Reissue(id string) bool {
 	if c == nil || c.settled || c.owner == "" {
 		return false
 	}
+	r.reissueLocked(c)
+	return true
+}
+
+// reissueLocked queues a remote call to start here. VM-goroutine state.
+func (r *Run) reissueLocked(c *call) {
+	if c.owner == "" {
+		return
+	}
 	c.owner = ""
 	r.remote--
-	c.host = &Call{ID: id, Op: c.op, Payload: c.payload, run: r, n: n}
+	c.host = &Call{ID: r.callID(c.id), Op: c.op, Payload: c.payload, run: r, n: c.id}
 	r.queue = append(r.queue, c)
-	return true
+}
+
+// ReissueLater is Reissue from any goroutine, while a driver may run: the call starts here when
+// the run is driven next (a wait already running makes the run ready to do so).
+func (r *Run) ReissueLater(id string) bool {
+	n, ok := r.callNumber(id)
+	if ok {
+		r.push(completion{id: n, reissue: true, noForward: true})
+	}
+	return ok
 }
 
 // StartPending starts queued calls while concurrency slots are free, without a VM (a wait that
@@ -579,3 +597,12 @@ func (r *Run) Changed() <-chan struct{} { return r.notify }
 // Running is the number of calls running here (goroutines of this run): while it is not zero, a
 // suspended run's process must stay its calls' owner.
 func (r *Run) Running() int { return r.runningCalls() }
+
+// DropVM frees a suspended run's VM and snapshot but keeps its calls running: a run that will
+// never be resumed here (another process continues it) but whose calls' results are still wanted.
+func (r *Run) DropVM() {
+	r.vmMu.Lock()
+	r.dropVMLocked()
+	r.snapshot = nil
+	r.vmMu.Unlock()
+}
