@@ -225,7 +225,15 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	s.admit(&lim)
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: callID, Namespaces: nsJSON})
+	cellID := callID
+	if rt.durable != nil {
+		cellID = durablePrefix(callID)
+		disp.ParentCallID = cellID
+	}
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	if rt.durable != nil && out.Status == api.StatusWaiting {
+		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
+	}
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
 }
 
@@ -266,6 +274,9 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	if err := s.rt.gate.Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
 		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, false, "wait", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
+	}
+	if s.rt.durable != nil {
+		return s.waitDurable(ctx, in, start, tr)
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
 	if err != nil {
@@ -439,6 +450,9 @@ func errString(err error) string {
 // that ran before runs again. Decisions are scoped like wait (agent, session, run), one-shot, and
 // fail for unknown, forged or expired call ids.
 func (s *Surface) Decide(ctx context.Context, runID, callID string, dec api.Decision) error {
+	if s.rt.durable != nil {
+		return s.decideDurable(ctx, runID, callID, dec)
+	}
 	e, err := s.rt.store.Lookup(runID, s.run)
 	if err != nil {
 		return err

@@ -7,15 +7,26 @@ import (
 	"github.com/codemode-go/codemode/api"
 )
 
-// coldMode turns hot VMs off in newRuntime (set only by TestColdResume).
-var coldMode bool
+// coldMode turns hot VMs off in newRuntime (set only by TestColdResume); durableMode gives it a
+// shared run store (set only by TestDurableResume).
+var (
+	coldMode    bool
+	durableMode bool
+)
 
 // TestColdResume runs every suspend/resume test again with hot VMs off (issue 15): a wait that
 // restores a snapshot must behave exactly like one that continues the live VM.
 func TestColdResume(t *testing.T) {
 	coldMode = true
 	defer func() { coldMode = false }()
-	for name, f := range map[string]func(*testing.T){
+	for name, f := range suspendResumeTests() {
+		t.Run(name, f)
+	}
+}
+
+// suspendResumeTests are the tests that suspend and resume runs, run again in other modes.
+func suspendResumeTests() map[string]func(*testing.T) {
+	return map[string]func(*testing.T){
 		"WaitLifecycle":               TestWaitLifecycle,
 		"ConcurrentWait":              TestConcurrentWait,
 		"SuspendedRunCap":             TestSuspendedRunCap,
@@ -29,8 +40,6 @@ func TestColdResume(t *testing.T) {
 		"NamespaceSuspendAndRemoval":  TestNamespaceSuspendAndRemoval,
 		"Trajectory":                  TestTrajectory,
 		"UnawaitedWorkRuns":           TestUnawaitedWorkRuns,
-	} {
-		t.Run(name, f)
 	}
 }
 

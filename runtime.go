@@ -79,6 +79,11 @@ type Options struct {
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
 	// when refused. internal/admission's Controller is the gateway's.
 	Admission Admission
+	// RunStore, when set, keeps suspended runs in a store shared by every process configured
+	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
+	// any of them started, and a restart loses none. nil keeps them in this process's memory.
+	// The runtime does not close it. See RATIONALE.md for what crosses and what does not.
+	RunStore runstore.Durable
 }
 
 // SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
@@ -181,6 +186,7 @@ type Runtime struct {
 	engineErr error
 	mod       *quickjs.Module
 	store     runstore.Backend
+	durable   *durableRuns // nil without Options.RunStore
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
@@ -228,8 +234,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
+	if opts.RunStore != nil {
+		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
+	}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
+	}
+	if rt.engine != nil && rt.durable != nil {
+		rt.engine.SetOwner(rt.durable.owner)
 	}
 	return rt, nil
 }
@@ -284,12 +296,34 @@ func (rt *Runtime) CodeMode() config.CodeMode {
 
 // CancelRun drops a suspended run and cancels its pending calls (W7). It reports whether the run
 // existed.
-func (rt *Runtime) CancelRun(runID string) bool { return rt.store.Cancel(runID) }
+func (rt *Runtime) CancelRun(runID string) bool {
+	if d := rt.durable; d != nil {
+		d.cancelLocal(runID)
+		ctx, cancel := storeCtx()
+		defer cancel()
+		ok, err := d.store.Cancel(ctx, runID)
+		if err != nil {
+			rt.log.Warn("run store: cannot cancel a run", "run", runID, "err", err)
+		}
+		return ok
+	}
+	return rt.store.Cancel(runID)
+}
 
 // EndSession drops every suspended run of a session and forgets its telemetry counters (W7). It
 // returns the number of runs dropped.
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
+	if d := rt.durable; d != nil {
+		d.cancelSessionLocal(sessionKey)
+		ctx, cancel := storeCtx()
+		defer cancel()
+		n, err := d.store.CancelSession(ctx, sessionKey)
+		if err != nil {
+			rt.log.Warn("run store: cannot cancel a session's runs", "session", sessionKey, "err", err)
+		}
+		return n
+	}
 	return rt.store.CancelSession(sessionKey)
 }
 
@@ -310,6 +344,10 @@ type Stats struct {
 // Stats reports the runtime's resources.
 func (rt *Runtime) Stats() Stats {
 	st := Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
+	if d := rt.durable; d != nil {
+		// This process's share: the runs whose latest VM it holds.
+		st.SuspendedRuns, st.SuspendedBytes = d.stats()
+	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
@@ -321,6 +359,9 @@ func (rt *Runtime) Stats() Stats {
 // fail with runtime_unavailable.
 func (rt *Runtime) Close() error {
 	rt.store.Close()
+	if rt.durable != nil {
+		rt.durable.close() // the records stay in the store for the other processes
+	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {
 		err = errors.Join(err, rt.mod.Close(context.Background()))

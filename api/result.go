@@ -35,6 +35,9 @@ const (
 	// CodeApprovalExpired: the decision did not come before the request expired; the call was
 	// not run. Seen by cells as a ToolError code.
 	CodeApprovalExpired ErrorCode = "approval_expired"
+	// CodeRunStore: the shared run store (runStore.redis) cannot be reached or refused a record
+	// (another key, a tampered record). The operator's to fix; a wait can be retried later.
+	CodeRunStore ErrorCode = "run_store_error"
 )
 
 // Waiting reasons.

@@ -33,6 +33,8 @@ type Config struct {
 	Plugins   Plugins
 	Runtime   Runtime
 	Serve     Serve
+	// RunStore says where suspended runs live (default: in the process).
+	RunStore RunStore
 }
 
 // Plugins is the `plugins` section: the bundled plugins, each off unless enabled.

@@ -552,7 +552,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tool: {}}`, `test.json5:1:2: tool: unknown key (did you mean "tools"?)`},
 		{`{codeMode: true}`, `test.json5:1:2: codeMode: unknown key (did you mean tools.codeMode?)`},
 		{`{workspce: "."}`, `test.json5:1:2: workspce: unknown key (did you mean "workspace"?)`},
-		{`{"weird key": 1}`, `test.json5:1:2: ["weird key"]: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve)`},
+		{`{"weird key": 1}`, `test.json5:1:2: ["weird key"]: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve, runStore)`},
 		{`{tools: {webFetch: {allowPrivateNetwork: true}}}`, `test.json5:1:21: tools.webFetch.allowPrivateNetwork: unknown key (did you mean "allowPrivateNetworks"?)`},
 		{`{runtime: {compileCacheDirectory: ""}}`, `test.json5:1:12: runtime.compileCacheDirectory: unknown key (did you mean "compileCacheDir"?)`},
 		// A known key inside an unknown one is not looked at.
@@ -641,7 +641,7 @@ func TestErrorsAreData(t *testing.T) {
 	want := ErrorList{
 		{File: "codemode.json5", Line: 4, Column: 18, Path: "tools.codeMode.timeoutMs", Msg: "70000 is out of range (100–60000)"},
 		{File: "codemode.json5", Line: 5, Column: 23, Path: "tools.codeMode.maxSearchLimit", Msg: "0 is out of range (1–50)"},
-		{File: "codemode.json5", Line: 8, Column: 3, Path: "bogus", Msg: "unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve)"},
+		{File: "codemode.json5", Line: 8, Column: 3, Path: "bogus", Msg: "unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve, runStore)"},
 	}
 	if len(list) != len(want) {
 		t.Fatalf("got %d errors, want %d:\n%v", len(list), len(want), err)
@@ -659,7 +659,7 @@ func TestErrorsAreData(t *testing.T) {
 	}
 	wantText := "codemode.json5:4:18: tools.codeMode.timeoutMs: 70000 is out of range (100–60000)\n" +
 		"codemode.json5:5:23: tools.codeMode.maxSearchLimit: 0 is out of range (1–50)\n" +
-		"codemode.json5:8:3: bogus: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve)"
+		"codemode.json5:8:3: bogus: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve, runStore)"
 	if err.Error() != wantText {
 		t.Errorf("Error() =\n%s\nwant\n%s", err, wantText)
 	}

@@ -44,7 +44,7 @@ func TestDeepNesting(t *testing.T) {
 		t.Errorf("got %s\nwant %s", got, want)
 	}
 	src = "{a: " + strings.Repeat("{a: ", n) + "1" + strings.Repeat("}", n) + ", tools: 1}"
-	want = fmt.Sprintf("test.json5:1:2: a: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve)\n"+
+	want = fmt.Sprintf("test.json5:1:2: a: unknown key (expected one of: workspace, tools, mcp, plugins, runtime, serve, runStore)\n"+
 		"test.json5:1:%d: tools: expected an object, got number 1", 5*n+15)
 	if got := parseErr(t, src); got != want {
 		t.Errorf("got %s\nwant %s", got, want)

@@ -228,6 +228,8 @@ var misplaced = map[string]string{
 	"compileCache":     "did you mean runtime.compileCache?",
 	"admission":        "did you mean runtime.admission?",
 	"suspended":        "did you mean runtime.suspended?",
+	"redis":            "did you mean runStore.redis?",
+	"runtime.runStore": "runStore is a top-level section, not part of runtime",
 	"token":            "did you mean serve.http.token?",
 	"http":             "did you mean serve.http?",
 	"serve.token":      "did you mean serve.http.token?",
@@ -366,7 +368,7 @@ func setInt[T int | int64](d *decoder, p path, m map[string]any, key string, lo,
 }
 
 func (d *decoder) config(m map[string]any, cfg *Config) {
-	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "plugins", "runtime", "serve"})
+	d.unknownKeys(nil, m, []string{"workspace", "tools", "mcp", "plugins", "runtime", "serve", "runStore"})
 	d.setString(nil, m, "workspace", &cfg.Workspace)
 	if v, ok := m["tools"]; ok {
 		d.tools(path{"tools"}, v, &cfg.Tools)
@@ -388,6 +390,9 @@ func (d *decoder) config(m map[string]any, cfg *Config) {
 	}
 	if v, ok := m["serve"]; ok {
 		d.serve(path{"serve"}, v, &cfg.Serve)
+	}
+	if v, ok := m["runStore"]; ok {
+		d.runStore(path{"runStore"}, v, &cfg.RunStore)
 	}
 }
 

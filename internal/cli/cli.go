@@ -36,6 +36,8 @@ Usage:
   codemode serve [--config FILE]            run the MCP gateway on stdin/stdout
   codemode exec  [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)
                                             run one cell; print each result as a JSON line
+  codemode wait  [--config FILE] RUNID      resume a run another process left waiting in the
+                                            shared run store (runStore.redis); print each result
   codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic] PROMPT
                                             run an agent loop against a model (see codemode agent -h)
   codemode tools [--config FILE]            print the model-facing tool list as JSON
@@ -60,6 +62,8 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "exec":
 		return runExec(ctx, rest, stdin, stdout, stderr)
+	case "wait":
+		return runWait(ctx, rest, stdout, stderr)
 	case "tools":
 		return runTools(ctx, rest, stdout, stderr)
 	case "serve":

@@ -80,26 +80,74 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitFailed
 	}
 	defer g.Close()
-	s := g.Surface(api.RunContext{AgentID: "cli", SessionKey: "cli", RunID: "cli"}, nil)
+	s := g.Surface(cliRun, nil)
+	res := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
+	return printResults(ctx, "exec", s, res, *noWait, stdout, stderr)
+}
+
+// cliRun is the CLI's fixed run context: `codemode wait` in another process resumes the runs
+// `codemode exec --no-wait` left in a shared store because both use it.
+var cliRun = api.RunContext{AgentID: "cli", SessionKey: "cli", RunID: "cli"}
+
+// printResults prints res and, unless noWait, every wait result until the run ends, one JSON
+// object per line. Exit 0 when the last is completed (or waiting with noWait), 1 when failed.
+func printResults(ctx context.Context, cmd string, s *codemode.Surface, res api.ExecResult, noWait bool, stdout, stderr io.Writer) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	res := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
 	for i := 2; ; i++ {
 		if err := enc.Encode(res); err != nil {
-			fmt.Fprintln(stderr, "codemode exec:", err)
+			fmt.Fprintf(stderr, "codemode %s: %v\n", cmd, err)
 			return exitFailed
 		}
-		if res.Status != api.StatusWaiting || *noWait {
+		if res.Status != api.StatusWaiting || noWait {
 			break
 		}
 		res = s.Wait(ctx, fmt.Sprintf("wait_%d", i), codemode.WaitInput{RunID: res.RunID})
 	}
 	switch res.Status {
-	case api.StatusCompleted:
-		return exitOK
-	case api.StatusWaiting:
+	case api.StatusCompleted, api.StatusWaiting:
 		return exitOK
 	default:
 		return exitFailed
 	}
+}
+
+// runWait implements `codemode wait RUNID`: it resumes a run another process left waiting in the
+// shared run store (runStore.redis) and prints each result until the run ends, like exec.
+func runWait(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("wait", stderr)
+	cfgPath := fs.String("config", "", "configuration file (JSON5) with runStore.redis; default: the embedded default")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: codemode wait [--config FILE] RUNID")
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return exitUsage
+	}
+	if len(pos) != 1 || strings.TrimSpace(pos[0]) == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	cfg, err := loadConfig(*cfgPath)
+	if err != nil {
+		return configError(stderr, err)
+	}
+	if cfg.RunStore.Redis == nil {
+		fmt.Fprintln(stderr, "codemode wait: this configuration keeps suspended runs in the memory of the process that made them, so no other process can resume them: configure a shared store (runStore: {redis: {url, keyEnv}}) for exec and wait alike")
+		return exitUsage
+	}
+	if !cfg.Tools.CodeMode.Enabled {
+		fmt.Fprintln(stderr, "codemode wait: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
+		return exitUsage
+	}
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	if err != nil {
+		fmt.Fprintln(stderr, "codemode wait:", err)
+		return exitFailed
+	}
+	defer g.Close()
+	s := g.Surface(cliRun, nil)
+	res := s.Wait(ctx, "wait_1", codemode.WaitInput{RunID: pos[0]})
+	return printResults(ctx, "wait", s, res, false, stdout, stderr)
 }

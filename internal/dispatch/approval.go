@@ -23,7 +23,16 @@ import (
 type approvals struct {
 	mu      sync.Mutex
 	waiting map[string]*parked
-	decided map[string]string // call id → "approved", "rejected" or "expired"
+	decided map[string]string // call id → "approved", "rejected", "expired" or "withdrawn"
+	carried map[string]carried
+}
+
+// carried is what a call withdrawn from waiting (a suspended run left the process, see
+// sandbox.Export) brings back when it starts again: the original expiry, and the decision when
+// one was made meanwhile.
+type carried struct {
+	expires time.Time
+	dec     *api.Decision
 }
 
 type parked struct {
@@ -33,8 +42,9 @@ type parked struct {
 }
 
 type verdict struct {
-	dec api.Decision
-	by  string
+	dec       api.Decision
+	by        string
+	withdrawn bool
 }
 
 // maxTombstones bounds the decided set of one run.
@@ -108,6 +118,40 @@ func (d *Dispatcher) Decide(callID string, dec api.Decision) error {
 	return fmt.Errorf("%s was already %s: decisions are one-shot", callID, state)
 }
 
+// Withdraw implements sandbox.Withdrawer: it takes back a call parked for a decision, so that
+// this attempt never runs its tool, and reports whether the call was still waiting.
+func (d *Dispatcher) Withdraw(c *sandbox.Call) bool {
+	p := d.approvals.claim(c.ID, "withdrawn")
+	if p == nil {
+		return false
+	}
+	p.ch <- verdict{withdrawn: true}
+	return true
+}
+
+// Carry prepares a withdrawn call's next start (see carried): it keeps its original expiry and,
+// when dec is not nil, is decided at once instead of waiting again.
+func (d *Dispatcher) Carry(callID string, expires time.Time, dec *api.Decision) {
+	a := &d.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.carried == nil {
+		a.carried = map[string]carried{}
+	}
+	if len(a.carried) >= maxTombstones {
+		return
+	}
+	a.carried[callID] = carried{expires: expires, dec: dec}
+}
+
+// Waiting reports whether callID is parked here for a decision.
+func (d *Dispatcher) Waiting(callID string) bool {
+	a := &d.approvals
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.waiting[callID] != nil
+}
+
 // awaitApproval parks a nested call until it is decided, expires or the run ends. It returns
 // nil when the call may run, else the guest's error.
 func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *Need, req api.ApprovalRequest) error {
@@ -121,9 +165,29 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 	if a.waiting == nil {
 		a.waiting, a.decided = map[string]*parked{}, map[string]string{}
 	}
-	a.waiting[req.CallID] = p
+	cr, wasCarried := a.carried[req.CallID]
+	delete(a.carried, req.CallID)
+	if wasCarried && !cr.expires.IsZero() {
+		req.Expires, p.req.Expires = cr.expires, cr.expires
+	}
+	if !wasCarried || cr.dec == nil {
+		a.waiting[req.CallID] = p
+	}
 	a.mu.Unlock()
-	g.recordRequest(req, d.ParentCallID)
+	if wasCarried && cr.dec != nil {
+		// Decided while the run was away (Decide on a shared run store): no second question,
+		// unless the request had expired by then.
+		if time.Now().After(req.Expires) {
+			dec := api.Decision{Reason: "nobody decided within " + need.Timeout.String()}
+			g.recordDecision(req, d.ParentCallID, dec, "timeout", true)
+			return refusal(req.Tool, dec, true)
+		}
+		g.recordDecision(req, d.ParentCallID, *cr.dec, "person", false)
+		return refusal(req.Tool, *cr.dec, false)
+	}
+	if !wasCarried {
+		g.recordRequest(req, d.ParentCallID)
+	}
 
 	asking := false
 	actx, cancel := context.WithDeadline(ctx, req.Expires)
@@ -169,6 +233,10 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 	}
 	if c != nil {
 		c.Decided()
+	}
+	if v.withdrawn {
+		// The run left the process with this call undecided; it starts again elsewhere.
+		return &api.ToolError{Name: "AbortError", Code: "withdrawn", Message: req.Tool + " was withdrawn while waiting for approval"}
 	}
 	g.recordDecision(req, d.ParentCallID, v.dec, v.by, expired)
 	return refusal(req.Tool, v.dec, expired)

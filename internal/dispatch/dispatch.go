@@ -624,3 +624,31 @@ func textOf(blocks []api.ContentBlock) string {
 	}
 	return strings.Join(parts, "\n")
 }
+
+// ReplaySafe reports whether a nested request may run again without harm when the process that
+// ran it died before its result was saved: a call of a tool declared read-only (never an MCP
+// tool, whose annotations are untrusted), or a read of MCP resources and prompts (W6).
+func (d *Dispatcher) ReplaySafe(op string, payload []byte) bool {
+	switch op {
+	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
+		return true
+	case "callValue", "call", "mcp.call":
+		e, _, err := d.target(op, payload)
+		return err == nil && e != nil && e.Tool.ReadOnly && e.Tool.Source != api.SourceMCP
+	case "ns.call":
+		var p struct {
+			NS   string `json:"ns"`
+			Call int    `json:"call"`
+		}
+		if json.Unmarshal(payload, &p) != nil {
+			return false
+		}
+		sc := d.Namespaces[p.NS]
+		if sc == nil || p.Call < 0 || p.Call >= len(sc.Calls) {
+			return false
+		}
+		e := d.Catalog.Lookup(namespace.ToolID(sc.PluginID, sc.Calls[p.Call].Tool))
+		return e != nil && e.Tool.ReadOnly && e.Tool.Source != api.SourceMCP
+	}
+	return false
+}

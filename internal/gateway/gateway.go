@@ -19,6 +19,9 @@ import (
 	"github.com/codemode-go/codemode/internal/mcpup"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
 	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/runstore"
+	"github.com/codemode-go/codemode/internal/runstore/redisstore"
+	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -33,6 +36,9 @@ type Gateway struct {
 	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
+	// store is the shared run store built from runStore (nil: runs stay in the process).
+	store runstore.Durable
+	owned bool // Close closes store
 }
 
 // Options for Open.
@@ -54,6 +60,9 @@ type Options struct {
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before serving what is
 	// ready (the rest join through Changed). Zero means 20 s.
 	ReadyTimeout time.Duration
+	// RunStore replaces the store runStore.redis would build (tests, embedders); Close leaves it
+	// open.
+	RunStore runstore.Durable
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -81,6 +90,14 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	ro.Hooks = opts.Hooks
 	ro.Approver = opts.Approver
 	ro.Engine.Wasm = opts.Wasm
+	g.store = opts.RunStore
+	if g.store == nil && cfg.RunStore.Redis != nil {
+		if g.store, err = openRunStore(ctx, cfg, log); err != nil {
+			return nil, err
+		}
+		g.owned = true
+	}
+	ro.RunStore = g.store
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = mcpup.New(ctx, cfg, log)
 		ro.Resources = g.mcp
@@ -89,6 +106,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	if err != nil {
 		if g.mcp != nil {
 			g.mcp.Close()
+		}
+		if g.owned {
+			_ = g.store.Close()
 		}
 		return nil, err
 	}
@@ -229,7 +249,35 @@ func (g *Gateway) Close() error {
 			err = cerr
 		}
 	}
+	if g.owned {
+		_ = g.store.Close() // the runs stay in Redis for the other replicas
+	}
 	return err
+}
+
+// SharedRunStore reports whether suspended runs live in a store other processes share.
+func (g *Gateway) SharedRunStore() bool { return g.store != nil }
+
+// openRunStore builds the Redis run store of runStore.redis. The key comes from the environment;
+// an unreachable Redis is not fatal (every exec and wait then says so, and service resumes when
+// it is back), a missing key or a bad URL is.
+func openRunStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (runstore.Durable, error) {
+	rc := cfg.RunStore.Redis
+	key, err := redisstore.KeyFromEnv(rc.KeyEnv)
+	if err != nil {
+		return nil, err
+	}
+	sus := cfg.Runtime.Suspended
+	lim := runstore.Limits{SessionRuns: sus.MaxRunsPerSession, Bytes: sus.MaxBytes, SessionBytes: sus.MaxBytesPerSession,
+		RecordBytes: max(runstore.DefaultRecordBytes, int(cfg.Tools.CodeMode.MaxSnapshotBytes)+sandbox.MaxStateBytes)}
+	st, err := redisstore.New(redisstore.Options{URL: rc.URL, Key: key, Prefix: rc.Prefix, Limits: lim})
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Ping(ctx); err != nil {
+		log.Warn("run store: Redis does not answer yet; execs and waits that suspend fail until it does", "err", err)
+	}
+	return st, nil
 }
 
 // builtinTools returns the built-in native tools enabled by cfg.

@@ -26,6 +26,9 @@ const (
 
 var processStart = time.Now()
 
+// deterministicEpoch is the realtime clock of a deterministic VM.
+var deterministicEpoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
 type vmKey struct{}
 
 func vmFrom(ctx context.Context) *VM {
@@ -89,10 +92,18 @@ func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
 	wfn("clock_time_get", func(ctx context.Context, m api.Module, stack []uint64) {
 		id, resultPtr := uint32(stack[0]), uint32(stack[2])
 		var ns uint64
-		switch id {
-		case 0: // realtime
+		det := false
+		if vm := vmFrom(ctx); vm != nil && vm.det != nil {
+			det = true
+		}
+		switch {
+		case id == 0 && det: // a fixed realtime while building a shared image
+			ns = uint64(deterministicEpoch.UnixNano())
+		case id == 0: // realtime
 			ns = uint64(time.Now().UnixNano())
-		case 1, 2, 3: // monotonic, process and thread CPU time
+		case id <= 3 && det:
+			ns = 0
+		case id <= 3: // monotonic, process and thread CPU time
 			ns = uint64(time.Since(processStart).Nanoseconds())
 		default:
 			stack[0] = errnoInval
@@ -137,7 +148,11 @@ func instantiateHostModules(ctx context.Context, rt wazero.Runtime) error {
 			stack[0] = errnoInval
 			return
 		}
-		_, _ = rand.Read(b)
+		if vm := vmFrom(ctx); vm != nil && vm.det != nil {
+			_, _ = vm.det.Read(b)
+		} else {
+			_, _ = rand.Read(b)
+		}
 		stack[0] = errnoSuccess
 	}, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	_, err := wasi.Instantiate(ctx)

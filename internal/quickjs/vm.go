@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 
 	"github.com/codemode-go/codemode/internal/wasmkill"
@@ -180,6 +181,9 @@ type VM struct {
 	// guest beyond Dup and Free.
 	Rejection func(vm *VM, promise, reason Value, handled bool)
 	dead      error
+	// det, when set, gives the VM a fixed clock and a fixed random stream (see
+	// NewDeterministicVM).
+	det *rand.ChaCha8
 }
 
 // GuestError is an error a host callback wants thrown in the guest as plain data.
@@ -194,11 +198,29 @@ func (e *GuestError) Error() string { return e.Name + ": " + e.Message }
 const scratchSize = 4096
 
 // NewVM creates a fresh VM: instantiates the module, initialises the QuickJS runtime and context.
-func (m *Module) NewVM(ctx context.Context) (*VM, error) {
+func (m *Module) NewVM(ctx context.Context) (*VM, error) { return m.newVM(ctx, false) }
+
+// NewDeterministicVM is NewVM for building images that must be the same in every process (a
+// template whose snapshots another process restores): until SetDeterministic(false), the clock
+// is fixed and the entropy a fixed stream, so two processes build byte-identical images. Every
+// VM copied from such an image shares those seeds anyway; guest-visible randomness (Math.random)
+// is re-seeded per VM by its user.
+func (m *Module) NewDeterministicVM(ctx context.Context) (*VM, error) { return m.newVM(ctx, true) }
+
+// SetDeterministic switches the fixed clock and entropy of NewDeterministicVM on or off.
+func (vm *VM) SetDeterministic(on bool) {
+	vm.det = nil
+	if on {
+		vm.det = rand.NewChaCha8([32]byte{'c', 'o', 'd', 'e', 'm', 'o', 'd', 'e'})
+	}
+}
+
+func (m *Module) newVM(ctx context.Context, det bool) (*VM, error) {
 	vm, err := m.instantiate(ctx)
 	if err != nil {
 		return nil, err
 	}
+	vm.SetDeterministic(det)
 	if err := vm.callVoid(vm.f.initialize); err != nil {
 		vm.Close()
 		return nil, err

@@ -108,7 +108,8 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 		c.label = "setTimeout"
 		d := time.Duration(min(p.Ms, float64(24*time.Hour/time.Millisecond)) * float64(time.Millisecond))
 		id := c.id
-		c.timer = time.AfterFunc(d, func() { r.push(completion{id: id, result: []byte("true")}) })
+		c.deadline = time.Now().Add(d)
+		c.timer = time.AfterFunc(d, func() { r.push(completion{id: id, result: []byte("true"), noForward: true}) })
 	case "yield":
 		c.label = yieldLabel(payload)
 		r.yieldAsked = true
@@ -153,7 +154,7 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 func (r *Run) startQueued() {
 	for len(r.queue) > 0 {
 		r.mu.Lock()
-		if r.running >= r.maxPending || r.closed {
+		if r.running+r.remote >= r.maxPending || r.closed {
 			r.mu.Unlock()
 			return
 		}
@@ -167,13 +168,23 @@ func (r *Run) startQueued() {
 		r.wg.Add(1)
 		hc := c.host
 		c.host = nil
+		c.running = hc
+		c.approval = nil
 		go func() {
 			defer r.wg.Done()
 			defer cancel()
 			res, err := r.safeAsync(cctx, hc)
 			r.mu.Lock()
 			r.running--
-			delete(r.awaiting, hc.n)
+			if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
+				delete(r.awaiting, hc.n)
+			}
+			if hc.withdrawn {
+				// Export is withdrawing the call: it decides whether this completion counts.
+				hc.held = &completion{id: hc.n, result: res, err: err}
+				r.mu.Unlock()
+				return
+			}
 			r.mu.Unlock()
 			r.push(completion{id: hc.n, result: res, err: err})
 		}()
@@ -197,6 +208,10 @@ func (r *Run) push(c completion) {
 		r.mu.Unlock()
 		return
 	}
+	sink := r.sink
+	if !r.detached || c.noForward {
+		sink = nil
+	}
 	if r.readyBytes+len(c.result) > MaxUndeliveredBytes {
 		// A suspended run whose calls keep finishing must not grow host memory without bound:
 		// past the budget, results are replaced by an error the cell can catch.
@@ -206,6 +221,9 @@ func (r *Run) push(c completion) {
 	r.readyBytes += len(c.result)
 	r.ready = append(r.ready, c)
 	r.mu.Unlock()
+	if sink != nil {
+		sink(r.callID(c.id), c.data())
+	}
 	r.wake()
 }
 
@@ -220,7 +238,7 @@ func (r *Run) cancelTimer(id int64) {
 		_ = json.Unmarshal(c.payload, &p)
 		if p.Timer == id {
 			if c.timer != nil && c.timer.Stop() {
-				r.push(completion{id: c.id, result: []byte("false")})
+				r.push(completion{id: c.id, result: []byte("false"), noForward: true})
 			}
 			return
 		}
@@ -239,8 +257,16 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 		if c == nil || c.settled {
 			continue
 		}
+		if done.reissue {
+			r.reissueLocked(c)
+			continue
+		}
 		c.settled = true
 		delete(r.calls, c.id)
+		if c.owner != "" {
+			c.owner = ""
+			r.remote--
+		}
 		if c.op != "sleep" && c.op != "yield" {
 			r.delivered = append(r.delivered, r.callID(c.id))
 		}

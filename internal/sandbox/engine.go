@@ -7,8 +7,10 @@ package sandbox
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 
@@ -40,6 +42,8 @@ type Engine struct {
 	snapKey [32]byte
 	// hot keeps suspended runs' VMs alive (nil: every suspension snapshots and closes its VM).
 	hot *HotCache
+	// owner names this process in exported states (see SetOwner).
+	owner string
 }
 
 // SetHotCache makes suspended runs keep their VMs alive within h's bounds (nil turns it off).
@@ -57,7 +61,9 @@ type preludeFns struct {
 
 // NewEngine builds the template: a VM with the prelude evaluated and the host functions created.
 func NewEngine(ctx context.Context, mod *quickjs.Module) (*Engine, error) {
-	vm, err := mod.NewVM(ctx)
+	// The template is built deterministically: snapshots name it by hash, and another process
+	// resuming one of them must build the very same image (issue 15).
+	vm, err := mod.NewDeterministicVM(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +112,10 @@ func NewEngine(ctx context.Context, mod *quickjs.Module) (*Engine, error) {
 	for i := range key {
 		key[i] ^= mod.Hash[i]
 	}
-	return &Engine{mod: mod, tmpl: img, fns: fns, snapKey: key}, nil
+	var id [9]byte
+	_, _ = rand.Read(id[:])
+	owner := "engine-" + base64.RawURLEncoding.EncodeToString(id[:])
+	return &Engine{mod: mod, tmpl: img, fns: fns, snapKey: key, owner: owner}, nil
 }
 
 // TemplateBytes is the size of the template image (each VM starts as a copy of it).
@@ -165,6 +174,7 @@ func (e *Engine) NewTemplate(ctx context.Context, setup []byte) (*Template, erro
 		return nil, err
 	}
 	defer vm.Close()
+	vm.SetDeterministic(true)
 	sv, err := vm.NewString(string(setup))
 	if err != nil {
 		return nil, err

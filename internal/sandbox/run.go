@@ -69,6 +69,9 @@ type Call struct {
 	Prechecked any
 	run        *Run
 	n          int64
+	// withdrawn (guarded by run.mu) holds the call's completion back: Export is withdrawing it.
+	withdrawn bool
+	held      *completion
 }
 
 // AwaitDecision tells the run that the call waits for a person's decision on req. asking says
@@ -78,7 +81,7 @@ type Call struct {
 func (c *Call) AwaitDecision(req api.ApprovalRequest, asking bool) {
 	r := c.run
 	r.mu.Lock()
-	r.awaiting[c.n] = &awaiting{req: req, asking: asking}
+	r.awaiting[c.n] = &awaiting{req: req, asking: asking, call: c}
 	r.mu.Unlock()
 	r.wake()
 }
@@ -87,7 +90,9 @@ func (c *Call) AwaitDecision(req api.ApprovalRequest, asking bool) {
 func (c *Call) Decided() {
 	r := c.run
 	r.mu.Lock()
-	delete(r.awaiting, c.n)
+	if a := r.awaiting[c.n]; a != nil && a.call == c {
+		delete(r.awaiting, c.n)
+	}
 	r.mu.Unlock()
 	r.wake()
 }
@@ -95,6 +100,7 @@ func (c *Call) Decided() {
 type awaiting struct {
 	req    api.ApprovalRequest
 	asking bool
+	call   *Call
 }
 
 // The api package's status and reason names, short.
@@ -128,12 +134,47 @@ type call struct {
 	timer           *time.Timer
 	settled         bool
 	host            *Call // what the host sees of a queued tool call
+	// running is what the host sees of a started call (withdrawal needs it).
+	running *Call
+	// owner names the process running the call when it runs elsewhere (imported from a record);
+	// such a call has no goroutine here and its result arrives through Deliver.
+	owner string
+	// deadline is a timer's due time (it survives export as an absolute time).
+	deadline time.Time
+	// approval is set for a call withdrawn while it waited for a decision: it never ran, and
+	// starts again (asking again) when the run is driven next.
+	approval *api.ApprovalRequest
 }
 
 type completion struct {
-	id     int64
-	result []byte
-	err    error
+	id        int64
+	result    []byte
+	err       error
+	noForward bool // a timer's, or a result that came from elsewhere: never handed to the sink
+	reissue   bool // not a result: start the call here (its owner died), see ReissueLater
+}
+
+// CallResult is a call's outcome as data, the form it takes in a run store: the JSON result, or
+// the error the guest's promise rejects with.
+type CallResult struct {
+	Value json.RawMessage `json:"value,omitempty"`
+	Error *api.ToolError  `json:"error,omitempty"`
+}
+
+// data is the completion as a CallResult.
+func (c completion) data() CallResult {
+	if c.err != nil {
+		ce, ok := c.err.(*api.ToolError)
+		if !ok {
+			ce = &api.ToolError{Name: "Error", Message: c.err.Error()}
+		}
+		return CallResult{Error: ce}
+	}
+	v := c.result
+	if len(v) == 0 {
+		v = []byte("null")
+	}
+	return CallResult{Value: v}
 }
 
 // Run is one cell: created by Start, driven by the exec and later waits. It outlives VMs: while
@@ -164,6 +205,10 @@ type Run struct {
 	closed     bool
 	running    int                 // async calls holding a concurrency slot
 	awaiting   map[int64]*awaiting // running calls waiting for a person's decision
+	// detached is set by Export and cleared when a driver resumes the run: completions that
+	// arrive meanwhile also go to sink, so that another process resuming the run gets them.
+	detached bool
+	sink     func(callID string, res CallResult)
 
 	// VM-goroutine state (exec/wait are serialised by the caller).
 	idPrefix   string // calls are "<idPrefix>/<n>"
@@ -196,6 +241,8 @@ type Run struct {
 	memLimit         uint64
 	restartSafe      bool // suspend on pending work instead of draining it (X9)
 	resumed          bool // a wait just restored the VM: deliver once before suspending again
+	// remote counts calls running on other processes (imported): they hold concurrency slots.
+	remote int
 }
 
 // Cell is what Start runs.
@@ -493,7 +540,7 @@ func (r *Run) stuckOnDecisions() bool {
 			manual++
 		}
 	}
-	return manual > 0 && manual == r.running && len(r.ready) == 0
+	return manual > 0 && manual == r.running && r.remote == 0 && len(r.ready) == 0
 }
 
 // PendingApprovals lists the calls waiting for a decision, oldest first.
@@ -505,9 +552,15 @@ func (r *Run) PendingApprovals() []api.ApprovalRequest {
 		ns = append(ns, n)
 	}
 	slices.Sort(ns)
-	out := make([]api.ApprovalRequest, len(ns))
+	out := make([]api.ApprovalRequest, len(ns), len(ns)+len(r.queue))
 	for i, n := range ns {
 		out[i] = r.awaiting[n].req
+	}
+	// Calls withdrawn from waiting (Export) still wait for their decision.
+	for _, c := range r.queue {
+		if c.approval != nil {
+			out = append(out, *c.approval)
+		}
 	}
 	return out
 }

@@ -118,6 +118,9 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 		}
 		defer release()
 	}
+	r.mu.Lock()
+	r.detached = false // a driver is back: results go straight into the VM
+	r.mu.Unlock()
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
 	r.maxSnapshot = int(lim.MaxSnapshotBytes)

@@ -12,10 +12,13 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -226,6 +229,9 @@ func (s *Server) handler(name, id string) mcp.ToolHandler {
 			defer context.AfterFunc(st.ctx, cancel)()
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
 		}
+		if p := s.principal(req); p != "" {
+			key = p
+		}
 		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
 		start := time.Now()
@@ -388,4 +394,22 @@ func (s *Server) watch(ctx context.Context) {
 			s.refresh()
 		}
 	}
+}
+
+// principal is the scope of a request's runs when they live in a shared run store and the
+// request carries a bearer token (the guard checked it): a digest of the token, so that the same
+// client reconnecting to another replica (a new MCP session) can wait on its runs. Closing a
+// session then ends its calls in flight but not the principal's suspended runs, which another
+// session may continue; they expire after snapshotTtlSeconds. Without a shared store or a token
+// (loopback, stdio) runs stay per session. It returns "" for per-session scoping.
+func (s *Server) principal(req *mcp.CallToolRequest) string {
+	if !s.g.SharedRunStore() || req.Extra == nil || req.Extra.Header == nil {
+		return ""
+	}
+	token, ok := strings.CutPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("codemode principal v1\x00" + token))
+	return "principal:" + hex.EncodeToString(sum[:16])
 }

@@ -1,0 +1,571 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/runstore"
+	"github.com/codemode-go/codemode/internal/sandbox"
+)
+
+// publish writes a suspended run's record — a new run (lease nil) or the next version of one
+// this wait holds — and makes it this process's current run. It is synchronous: `waiting` is
+// returned only once the record is stored.
+func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, lease *runstore.Lease, consumed []string) error {
+	d := s.rt.durable
+	st, err := dr.run.Export()
+	if err != nil {
+		return err
+	}
+	rs, err := st.Marshal()
+	if err != nil {
+		return err
+	}
+	env := recordState{V: recordVersion, Version: newVersion(), Fingerprint: s.cached.key, Namespaces: dr.layout, Run: rs}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	rec := runstore.Record{Scope: s.run, Snapshot: st.Snapshot, State: b}
+	ctx = context.WithoutCancel(ctx)
+	if lease == nil {
+		err = d.store.Put(ctx, e.id, rec, d.ttl)
+	} else {
+		err = d.store.Release(ctx, *lease, &rec, consumed, d.ttl)
+	}
+	if err != nil {
+		return err
+	}
+	dr.version = env.Version
+	e.setCurrent(dr)
+	if dr.run.Running() > 0 {
+		// Before `waiting` goes out: a wait elsewhere must find this process alive.
+		if err := e.heartbeat(); err != nil {
+			d.log.Warn("run store: heartbeat failed", "run", e.id, "err", err)
+		}
+	}
+	e.flush()
+	return nil
+}
+
+// suspendNew stores the run an exec suspended (the first record of the run).
+func (s *Surface) suspendNew(ctx context.Context, start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool, tr *api.TrajectoryEvent) api.ExecResult {
+	d := s.rt.durable
+	res := out.ExecResult
+	tr.Delivered = out.Delivered
+	id := runstore.NewID()
+	disp.RunID = id
+	e := d.entry(id, s.run)
+	run.SetResultSink(e.sink)
+	dr := &durableRun{run: run, disp: disp, restartSafe: restartSafe, layout: nsLayout(disp)}
+	if err := s.publish(ctx, e, dr, nil, nil); err != nil {
+		d.drop(e)
+		run.Close()
+		code, msg := suspendFailure(err, "cannot store the suspended run")
+		res = api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: out.Output}
+		res.Telemetry = s.telemetry(start)
+		return res
+	}
+	res.RunID, res.RestartSafe = id, restartSafe
+	res.Telemetry = s.telemetry(start)
+	return res
+}
+
+// suspendFailure maps the failure to store a suspended run.
+func suspendFailure(err error, what string) (api.ErrorCode, string) {
+	if sl, ok := err.(*sandbox.SnapshotLimitError); ok {
+		return api.CodeSnapshotLimit, sl.Error()
+	}
+	if err == runstore.ErrRecordTooLarge {
+		return api.CodeSnapshotLimit, err.Error()
+	}
+	code, msg := storeFailure(err, what)
+	if code == api.CodeRunStore {
+		msg += "; its pending calls were cancelled"
+	}
+	return code, msg
+}
+
+// waitDurable continues a run from the shared store (W1–W7 fleet-wide): one wait at a time
+// holds its lease; results other processes wrote are delivered; calls whose process died are
+// reissued (replay-safe) or fail into the cell (lost_on_replica).
+func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time, tr *api.TrajectoryEvent) api.ExecResult {
+	d := s.rt.durable
+	fail := func(code api.ErrorCode, msg string) api.ExecResult { return s.failed(start, code, msg) }
+	if s.rt.engine == nil {
+		return fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(s.rt.Err()))
+	}
+	rec, lease, err := d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease)
+	if err != nil {
+		return fail(storeFailure(err, "cannot take the suspended run"))
+	}
+	bg := context.WithoutCancel(ctx)
+	keep := func() { // end this wait leaving the record as it is
+		c, cancel := context.WithTimeout(bg, 10*time.Second)
+		defer cancel()
+		if err := d.store.Release(c, lease, nil, nil, d.ttl); err != nil {
+			d.log.Warn("run store: release failed", "run", in.RunID, "err", err)
+		}
+	}
+	var env recordState
+	if err := json.Unmarshal(rec.State, &env); err != nil || env.V != recordVersion {
+		keep()
+		return fail(api.CodeRunStore, "code mode run record cannot be read by this process (a different codemode version wrote it, or it is corrupt)")
+	}
+	if env.Fingerprint != s.cached.key {
+		keep()
+		return fail(api.CodeInvalidInput, "code mode run belongs to a different tool set: this gateway's tools differ from those of the exec that started it (another configuration, or MCP servers still connecting); retry on a replica with the same tools")
+	}
+	results, err := d.store.Results(ctx, lease)
+	if err != nil {
+		keep()
+		return fail(storeFailure(err, "cannot read the run's results"))
+	}
+	var st sandbox.State
+	if st, err = sandbox.UnmarshalState(env.Run); err != nil {
+		keep()
+		return fail(api.CodeRunStore, "code mode run record cannot be imported: "+err.Error())
+	}
+	if mk, ok := results[markerKey]; ok {
+		var m marker
+		_ = json.Unmarshal(mk, &m)
+		if m.Version == env.Version && !st.RestartSafe {
+			// A wait made progress from this record and never saved it: replaying would repeat
+			// whatever it did (RATIONALE). The run is over.
+			_ = d.store.Delete(bg, lease)
+			d.cancelLocal(in.RunID)
+			return fail(api.CodeInvalidInput, "code mode run was interrupted: the wait that last continued it stopped (its replica died or lost the run store) before saving its progress, so calls it made may or may not have run; start over with exec")
+		}
+	}
+
+	e := d.entry(in.RunID, s.run)
+	dr := e.takeCurrent(env.Version)
+	if dr == nil {
+		if dr, err = s.importRun(ctx, in.RunID, env, st, rec.Snapshot); err != nil {
+			e.release()
+			keep()
+			code, msg := storeFailure(err, "")
+			if code == api.CodeInternal {
+				code, msg = api.CodeRunStore, "code mode run record cannot be imported: "+err.Error()
+			}
+			return fail(code, msg)
+		}
+		dr.run.SetResultSink(e.sink)
+	}
+	run, disp := dr.run, dr.disp
+
+	// Results and decisions stored so far, then the calls whose process is gone.
+	w := &durableWait{s: s, lease: lease, run: run, disp: disp, version: env.Version, alive: map[string]bool{}}
+	w.apply(results, true)
+	for _, req := range run.Withdrawn() {
+		disp.Carry(req.CallID, req.Expires, w.decisions[req.CallID])
+	}
+	if err := w.checkOwners(ctx, true); err != nil {
+		return s.endWaitFailed(e, dr, w, start, err, "cannot check the run's calls")
+	}
+	if run.HasQueued() {
+		if err := w.mark(ctx); err != nil {
+			return s.endWaitFailed(e, dr, w, start, err, "cannot continue the run")
+		}
+		run.StartPending()
+	}
+
+	lim := s.rt.limits()
+	lim.RestartSafe = dr.restartSafe
+	lim.Timeout = max(time.Until(start.Add(lim.Timeout)), time.Millisecond)
+	s.admit(&lim)
+	admit := lim.Admit
+	var markErr error
+	lim.Admit = func(ctx context.Context) (func(), error) {
+		release := func() {}
+		if admit != nil {
+			r, err := admit(ctx)
+			if err != nil {
+				return nil, err
+			}
+			release = r
+		}
+		if err := w.mark(ctx); err != nil {
+			release()
+			markErr = err
+			return nil, err
+		}
+		return release, nil
+	}
+	disp.SetProgress(progress.From(ctx))
+	defer disp.SetProgress(nil)
+	w.remote = run.Remote()
+	stop := w.poll(ctx)
+	out := run.Resume(ctx, lim)
+	stop()
+	res := out.ExecResult
+	tr.Delivered = out.Delivered
+	switch {
+	case markErr != nil:
+		return s.endWaitFailed(e, dr, w, start, markErr, "cannot continue the run")
+	case !w.marked && (res.Status == api.StatusWaiting || res.Status == api.StatusFailed && res.Code == api.CodeOverloaded):
+		// Nothing changed (nothing settled in time, or no slot to run the VM): the record stays
+		// as it was, results and decisions included.
+		keep()
+		e.park(dr)
+		if res.Status == api.StatusWaiting {
+			res.RunID, res.RestartSafe = in.RunID, dr.restartSafe
+		}
+		res.Telemetry = s.telemetry(start)
+		return res
+	case res.Status == api.StatusWaiting || res.Status == api.StatusFailed && res.Code == api.CodeOverloaded:
+		if err := s.publish(ctx, e, dr, &lease, w.consumedKeys()); err != nil {
+			code, msg := suspendFailure(err, "cannot store the run's progress")
+			d.drop(e)
+			dr.run.Close()
+			_ = d.store.Delete(bg, lease)
+			return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: res.Output, Telemetry: s.telemetry(start)}
+		}
+		res.RunID, res.RestartSafe = in.RunID, dr.restartSafe
+		res.Telemetry = s.telemetry(start)
+		return res
+	}
+	// Terminal (W4): the record, its results and this process's hold on the run are gone.
+	if err := d.store.Delete(bg, lease); err != nil {
+		d.log.Warn("run store: cannot delete a finished run", "run", in.RunID, "err", err)
+	}
+	e.mu.Lock()
+	e.current, e.busy = nil, false
+	e.mu.Unlock()
+	dr.run.Close()
+	d.drop(e)
+	if res.Status != api.StatusCompleted {
+		res.Status = api.StatusFailed
+	}
+	res.Telemetry = s.telemetry(start)
+	return res
+}
+
+// endWaitFailed fails a wait that could not go on. Before it changed anything the record stays
+// (the lease is released); after (the marker is written) the run is lost and the record goes.
+func (s *Surface) endWaitFailed(e *durableEntry, dr *durableRun, w *durableWait, start time.Time, err error, what string) api.ExecResult {
+	d := s.rt.durable
+	code, msg := storeFailure(err, what)
+	c, cancel := storeCtx()
+	defer cancel()
+	if w.marked {
+		_ = d.store.Delete(c, w.lease)
+		dr.run.Close()
+		d.drop(e)
+	} else {
+		_ = d.store.Release(c, w.lease, nil, nil, d.ttl)
+		e.park(dr)
+	}
+	return s.failed(start, code, msg)
+}
+
+// park gives a run back to the entry after a wait that left the record unchanged: it stays the
+// current run only if it already was.
+func (e *durableEntry) park(dr *durableRun) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.busy = false
+	if e.current != dr {
+		e.addCarrierLocked(dr.run)
+	}
+}
+
+// importRun rebuilds a run from its record on this process.
+func (s *Surface) importRun(ctx context.Context, id string, env recordState, st sandbox.State, snapshot []byte) (*durableRun, error) {
+	tmpl, err := s.template(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st.Snapshot = snapshot
+	disp := s.dispatcher(st.Prefix, st.RestartSafe)
+	disp.RunID = id
+	if len(env.Namespaces) > 0 {
+		s.buildNamespaces(ctx, disp)
+		if err := sameLayout(env.Namespaces, nsLayout(disp)); err != nil {
+			return nil, err
+		}
+	}
+	lim := s.rt.limits()
+	lim.RestartSafe = st.RestartSafe
+	run, err := s.rt.engine.Import(tmpl, st, disp, lim)
+	if err != nil {
+		return nil, err
+	}
+	return &durableRun{run: run, disp: disp, restartSafe: st.RestartSafe, layout: env.Namespaces}, nil
+}
+
+// durableWait is one wait's view of the run's stored results.
+type durableWait struct {
+	s       *Surface
+	lease   runstore.Lease
+	run     *sandbox.Run
+	disp    *dispatch.Dispatcher
+	version string
+	marked  bool
+
+	mu        sync.Mutex
+	consumed  map[string]bool
+	decisions map[string]*api.Decision
+	alive     map[string]bool // owners known alive during this wait
+	lost      map[string]bool // calls already failed or reissued
+	remote    []sandbox.PendingCall
+}
+
+// apply delivers stored results into the run and collects decisions. A key this wait handled
+// is deleted from the store with the next record.
+func (w *durableWait) apply(results map[string][]byte, first bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.consumed == nil {
+		w.consumed, w.decisions, w.lost = map[string]bool{}, map[string]*api.Decision{}, map[string]bool{}
+	}
+	for key, val := range results {
+		if w.consumed[key] {
+			continue
+		}
+		switch {
+		case key == markerKey:
+			w.consumed[key] = true // an old marker (restartSafe run, or another version)
+		case strings.HasSuffix(key, decisionSuffix):
+			callID := strings.TrimSuffix(key, decisionSuffix)
+			var dec api.Decision
+			if json.Unmarshal(val, &dec) != nil {
+				w.consumed[key] = true
+				continue
+			}
+			if w.disp.Waiting(callID) {
+				_ = w.disp.Decide(callID, dec)
+				w.consumed[key] = true
+			} else if first {
+				w.decisions[callID] = &dec
+				w.consumed[key] = true
+			}
+		default:
+			var res sandbox.CallResult
+			if json.Unmarshal(val, &res) != nil || (res.Error == nil && len(res.Value) == 0) {
+				res = sandbox.CallResult{Error: &api.ToolError{Name: "Error", Code: "invalid_result", Message: "the stored result of this call is corrupt"}}
+			}
+			w.run.Deliver(key, res) // unknown or settled calls are ignored
+			w.consumed[key] = true
+		}
+	}
+}
+
+func (w *durableWait) consumedKeys() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]string, 0, len(w.consumed))
+	for k := range w.consumed {
+		out = append(out, k)
+	}
+	return out
+}
+
+// checkOwners settles the remote calls whose process is gone: replay-safe ones are issued again
+// here (only before the VM runs, reissue is true), the others fail into the cell.
+func (w *durableWait) checkOwners(ctx context.Context, reissue bool) error {
+	d := w.s.rt.durable
+	for _, c := range w.run.Remote() {
+		w.mu.Lock()
+		done := w.lost[c.ID] || w.consumed[c.ID]
+		alive, known := w.alive[c.Owner]
+		w.mu.Unlock()
+		if done {
+			continue
+		}
+		if c.Owner == d.owner {
+			continue // a call of an older run of this process: its result is on its way
+		}
+		if !known {
+			ok, err := d.store.OwnerAlive(ctx, w.lease.RunID, c.Owner)
+			if err != nil {
+				return err
+			}
+			alive = ok
+			if ok {
+				w.mu.Lock()
+				w.alive[c.Owner] = true
+				w.mu.Unlock()
+			}
+		}
+		if alive {
+			continue
+		}
+		w.mu.Lock()
+		w.lost[c.ID] = true
+		w.mu.Unlock()
+		if reissue && w.disp.ReplaySafe(c.Op, c.Payload) {
+			if err := w.mark(ctx); err != nil {
+				return err
+			}
+			w.run.Reissue(c.ID)
+			continue
+		}
+		w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})
+	}
+	return nil
+}
+
+// mark writes the marker of a wait about to change the run (start calls, run the VM), once.
+func (w *durableWait) mark(ctx context.Context) error {
+	w.mu.Lock()
+	if w.marked {
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	d := w.s.rt.durable
+	b, _ := json.Marshal(marker{Version: w.version, Holder: d.owner})
+	if err := d.store.AddResult(context.WithoutCancel(ctx), w.lease.RunID, w.s.run, markerKey, b); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.marked = true
+	w.consumed[markerKey] = true
+	w.mu.Unlock()
+	return nil
+}
+
+// poll reads the store while the wait runs: results of calls running elsewhere, decisions, and
+// owners that went silent (their non-replay-safe calls fail into the cell). It returns the
+// function that stops it.
+func (w *durableWait) poll(ctx context.Context) (stop func()) {
+	d := w.s.rt.durable
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		every := pollFirst
+		t := time.NewTimer(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if res, err := d.store.Results(ctx, w.lease); err == nil {
+				w.apply(res, false)
+			}
+			w.mu.Lock()
+			clear(w.alive) // owners can die while we wait
+			w.mu.Unlock()
+			_ = w.checkOwnersConcurrent(ctx)
+			every = min(every*3/2, pollMax)
+			t.Reset(every)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
+// checkOwnersConcurrent is checkOwners while the VM may run: it uses the calls listed before
+// the drive (Remote is not safe to read now) and never reissues.
+func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
+	w.mu.Lock()
+	remote := w.remote
+	w.mu.Unlock()
+	if remote == nil {
+		return nil
+	}
+	d := w.s.rt.durable
+	owners := map[string]bool{}
+	for _, c := range remote {
+		if c.Owner == d.owner {
+			continue
+		}
+		if _, ok := owners[c.Owner]; !ok {
+			alive, err := d.store.OwnerAlive(ctx, w.lease.RunID, c.Owner)
+			if err != nil {
+				return err
+			}
+			owners[c.Owner] = alive
+		}
+		if owners[c.Owner] {
+			continue
+		}
+		w.mu.Lock()
+		skip := w.lost[c.ID] || w.consumed[c.ID]
+		w.lost[c.ID] = true
+		w.mu.Unlock()
+		switch {
+		case skip:
+		case w.disp.ReplaySafe(c.Op, c.Payload):
+			w.run.ReissueLater(c.ID) // the driver's admission writes the marker first
+		default:
+			w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})
+		}
+	}
+	return nil
+}
+
+// Decide under a shared store: the decision is data in the store, applied by the next wait on
+// any process (see RATIONALE). It is checked against the record (the call waits for a decision,
+// was not decided yet, has not expired) unless a wait holds the run right now, which then
+// applies it if the call still waits.
+func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec api.Decision) error {
+	d := s.rt.durable
+	key := callID + decisionSuffix
+	if err := runstore.CheckName(key); err != nil || !strings.Contains(callID, "/") {
+		return fmt.Errorf("%w (%q)", dispatch.ErrNoSuchApproval, callID)
+	}
+	if dec.By == "" {
+		dec.By = "library"
+	}
+	b, _ := json.Marshal(dec)
+	rec, lease, err := d.store.Acquire(ctx, runID, s.run, d.owner+"/decide", 10*time.Second)
+	if errors.Is(err, runstore.ErrBusy) {
+		return d.store.AddResult(ctx, runID, s.run, key, b)
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		c, cancel := storeCtx()
+		defer cancel()
+		_ = d.store.Release(c, lease, nil, nil, d.ttl)
+	}()
+	var env recordState
+	if err := json.Unmarshal(rec.State, &env); err != nil {
+		return err
+	}
+	st, err := sandbox.UnmarshalState(env.Run)
+	if err != nil {
+		return err
+	}
+	var req *api.ApprovalRequest
+	for _, c := range st.Calls {
+		if c.Status == sandbox.CallAwaiting && c.Approval != nil && c.Approval.CallID == callID {
+			req = c.Approval
+		}
+	}
+	results, err := d.store.Results(ctx, lease)
+	if err != nil {
+		return err
+	}
+	if prev, ok := results[key]; ok {
+		var p api.Decision
+		_ = json.Unmarshal(prev, &p)
+		state := map[bool]string{true: "approved", false: "rejected"}[p.Approve]
+		return fmt.Errorf("%s was already %s: decisions are one-shot", callID, state)
+	}
+	switch {
+	case req == nil:
+		return fmt.Errorf("%w (%q)", dispatch.ErrNoSuchApproval, callID)
+	case time.Now().After(req.Expires):
+		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
+	}
+	return d.store.AddResult(ctx, runID, s.run, key, b)
+}
