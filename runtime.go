@@ -82,8 +82,9 @@ type Options struct {
 	// RunStore, when set, keeps suspended runs in a store shared by every process configured
 	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
 	// any of them started, and a restart loses none. nil keeps them in this process's memory.
-	// The runtime does not close it. See RATIONALE.md for what crosses and what does not.
-	RunStore runstore.Durable
+	// OpenRunStore builds one from the configuration. The runtime does not close it. See
+	// RATIONALE.md for what crosses and what does not.
+	RunStore RunStore
 }
 
 // SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound

@@ -21,7 +21,6 @@ import (
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/runstore/redisstore"
-	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -92,7 +91,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	ro.Engine.Wasm = opts.Wasm
 	g.store = opts.RunStore
 	if g.store == nil && cfg.RunStore.Redis != nil {
-		if g.store, err = openRunStore(ctx, cfg, log); err != nil {
+		redisstore.RouteClientLogs(log)
+		if g.store, err = codemode.OpenRunStore(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 		g.owned = true
@@ -257,28 +257,6 @@ func (g *Gateway) Close() error {
 
 // SharedRunStore reports whether suspended runs live in a store other processes share.
 func (g *Gateway) SharedRunStore() bool { return g.store != nil }
-
-// openRunStore builds the Redis run store of runStore.redis. The key comes from the environment;
-// an unreachable Redis is not fatal (every exec and wait then says so, and service resumes when
-// it is back), a missing key or a bad URL is.
-func openRunStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (runstore.Durable, error) {
-	rc := cfg.RunStore.Redis
-	key, err := redisstore.KeyFromEnv(rc.KeyEnv)
-	if err != nil {
-		return nil, err
-	}
-	sus := cfg.Runtime.Suspended
-	lim := runstore.Limits{SessionRuns: sus.MaxRunsPerSession, Bytes: sus.MaxBytes, SessionBytes: sus.MaxBytesPerSession,
-		RecordBytes: max(runstore.DefaultRecordBytes, int(cfg.Tools.CodeMode.MaxSnapshotBytes)+sandbox.MaxStateBytes)}
-	st, err := redisstore.New(redisstore.Options{URL: rc.URL, Key: key, Prefix: rc.Prefix, Limits: lim})
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Ping(ctx); err != nil {
-		log.Warn("run store: Redis does not answer yet; execs and waits that suspend fail until it does", "err", err)
-	}
-	return st, nil
-}
 
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {

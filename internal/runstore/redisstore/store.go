@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"time"
@@ -409,3 +410,16 @@ func (s *Store) Usage(ctx context.Context) (runstore.Usage, error) {
 	bytes, _ := reply[1].(int64)
 	return runstore.Usage{Runs: int(runs), Bytes: bytes}, nil
 }
+
+// slogLogger routes go-redis's own log lines (a dial failure per attempt while Redis is down)
+// to a structured logger at debug level: the store already reports an unreachable Redis once,
+// and every exec and wait that needs it says so.
+type slogLogger struct{ log *slog.Logger }
+
+func (l slogLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
+
+// RouteClientLogs sends the Redis client's process-wide log to log (debug level) instead of
+// stderr. It is global to the process: the binary calls it, a library leaves it to its embedder.
+func RouteClientLogs(log *slog.Logger) { redis.SetLogger(slogLogger{log}) }
