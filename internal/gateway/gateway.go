@@ -16,11 +16,11 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/builtin"
-	"github.com/codemode-go/codemode/internal/mcpup"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/runstore/redisstore"
+	"github.com/codemode-go/codemode/internal/upstream"
 )
 
 // Gateway is a configured runtime with its tool sources.
@@ -31,7 +31,7 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	natives []*api.Tool
-	mcp     *mcpup.Manager // nil without MCP servers
+	mcp     *upstream.Manager // nil without MCP servers
 	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
@@ -99,7 +99,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	}
 	ro.RunStore = g.store
 	if len(cfg.MCP.Servers) > 0 {
-		g.mcp = mcpup.New(ctx, cfg, log)
+		g.mcp = upstream.New(ctx, cfg, log)
 		ro.Resources = g.mcp
 	}
 	rt, err := codemode.New(ctx, ro)
@@ -193,7 +193,7 @@ func (g *Gateway) ReloadPlugins(ctx context.Context, cfg *config.Config) ([]stri
 }
 
 // MCPStatus reports the upstream MCP servers (nil without any).
-func (g *Gateway) MCPStatus() []mcpup.ServerStatus {
+func (g *Gateway) MCPStatus() []upstream.ServerStatus {
 	if g.mcp == nil {
 		return nil
 	}

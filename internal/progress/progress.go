@@ -3,7 +3,7 @@
 // the layers that learn about progress (an upstream MCP server's notifications/progress).
 //
 // The MCP server puts a Sink into the context of exec, wait and direct tool calls whose request
-// carries a progressToken; mcpup forwards an upstream tool's progress notifications to the Sink
+// carries a progressToken; internal/upstream forwards an upstream tool's progress notifications to the Sink
 // found in its call's context. A runtime that runs nested calls under another context (a cell's
 // calls outlive the exec request) connects them by passing the exec's Sink along.
 package progress

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/codemode-go/codemode/internal/mcpup"
+	"github.com/codemode-go/codemode/internal/upstream"
 )
 
 // healthz is liveness: the process serves HTTP. It never looks at dependencies, so an upstream
@@ -28,7 +28,7 @@ type UpstreamReport struct {
 	State     string    `json:"state"`
 	Tools     int       `json:"tools"`
 	Restarts  int       `json:"restarts,omitempty"`
-	LastError string    `json:"lastError,omitempty"` // credentials in URLs redacted by mcpup
+	LastError string    `json:"lastError,omitempty"` // credentials in URLs redacted by internal/upstream
 	Since     time.Time `json:"since"`
 }
 
@@ -47,7 +47,7 @@ func (s *Server) Readiness() Readiness {
 	}
 	s.mu.Unlock()
 	for _, st := range s.g.MCPStatus() {
-		if st.Enabled && st.State != mcpup.StateReady {
+		if st.Enabled && st.State != upstream.StateReady {
 			r.Ready = false
 		}
 		r.Servers = append(r.Servers, UpstreamReport{Name: st.Name, State: string(st.State), Tools: st.Tools,

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/mcpup"
+	"github.com/codemode-go/codemode/internal/upstream"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -26,7 +26,7 @@ type metrics struct {
 type metricSources struct {
 	suspendedRuns  func() int
 	suspendedBytes func() int
-	upstreams      func() []mcpup.ServerStatus
+	upstreams      func() []upstream.ServerStatus
 	admission      func() (running, queued int, rejected uint64)
 }
 
@@ -124,7 +124,7 @@ func (c *scrapeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if f := c.src.upstreams; f != nil {
 		for _, st := range f() {
-			for _, s := range []mcpup.State{mcpup.StateConnecting, mcpup.StateReady, mcpup.StateFailed, mcpup.StateStopped} {
+			for _, s := range []upstream.State{upstream.StateConnecting, upstream.StateReady, upstream.StateFailed, upstream.StateStopped} {
 				v := 0.0
 				if st.State == s {
 					v = 1

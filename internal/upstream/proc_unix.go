@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package mcpup
+package upstream
 
 import (
 	"os/exec"

@@ -1,4 +1,4 @@
-// Package mcpup keeps connections to upstream MCP servers (docs/semantics.md M1): stdio servers the
+// Package upstream keeps connections to upstream MCP servers (docs/semantics.md M1): stdio servers the
 // gateway starts as child processes and streamable HTTP servers. It turns their tools into api.Tool
 // values (source "mcp", owner = server name) and reaches their resources and prompts.
 //
@@ -13,7 +13,7 @@
 //
 // Schemas keep the server's own key order: the SDK decodes them into maps, so the raw bytes are
 // captured below the SDK (see capture.go) and the SDK's value is only a fallback.
-package mcpup
+package upstream
 
 import (
 	"context"

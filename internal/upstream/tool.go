@@ -1,4 +1,4 @@
-package mcpup
+package upstream
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package mcpup
+package upstream
 
 import (
 	"context"
