@@ -332,11 +332,11 @@ func (rt *Runtime) EndSession(sessionKey string) int {
 type Stats struct {
 	// SuspendedRuns is the number of runs waiting for `wait`.
 	SuspendedRuns int
-	// SuspendedBytes is the total size of their stored snapshots.
+	// SuspendedBytes is what they count against the byte limits (Options.Suspended): their
+	// snapshots, and for a hot run the most its snapshot can take once evicted.
 	SuspendedBytes int
 	// HotRuns is how many of them keep a live VM, holding HotBytes of memory (linear memory
-	// capacity);
-	// HotEvictions counts the VMs snapshotted and closed to stay within the bounds.
+	// capacity); HotEvictions counts the VMs snapshotted and closed to stay within the bounds.
 	HotRuns      int
 	HotBytes     int64
 	HotEvictions int64

@@ -105,9 +105,7 @@ func (r *Run) keepHot(vm *quickjs.VM) bool {
 	if h == nil || vm.Dead() != nil {
 		return false
 	}
-	size := int64(vm.MemorySize())
-	// zstd never grows data by more than a small fraction; the header and page list are small.
-	if r.maxSnapshot > 0 && size+size/64+snapshotHeader+4096 > int64(r.maxSnapshot) {
+	if r.maxSnapshot > 0 && hotSnapshotBound(int64(vm.MemorySize())) > int64(r.maxSnapshot) {
 		return false
 	}
 	// The budget counts what the VM holds, its memory's capacity, not only the bytes in use.
@@ -118,6 +116,10 @@ func (r *Run) keepHot(vm *quickjs.VM) bool {
 	r.vm, r.hotEntry = vm, e
 	return true
 }
+
+// hotSnapshotBound is the most a snapshot of a VM with size bytes of memory can take: zstd never
+// grows data by more than a small fraction; the header and page list are small.
+func hotSnapshotBound(size int64) int64 { return size + size/64 + snapshotHeader + 4096 }
 
 // evict turns a hot run cold: its snapshot is taken (unless it already has one) and its VM
 // closed. It does nothing when the run left the cache in the meantime (it was resumed, closed, or

@@ -38,13 +38,17 @@ func (r *Run) waiting(reason string) Outcome {
 		PendingApprovals: r.PendingApprovals(), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
 }
 
-// SnapshotBytes is what the suspended run holds in the run store: the compressed snapshot plus
-// the body's value when the body already returned (0 when not suspended, or hot: a hot VM's
-// memory is the hot cache's to account).
+// SnapshotBytes is what the suspended run counts against the run store's byte limits: the
+// compressed snapshot plus the body's value when the body already returned. A hot run has no
+// snapshot yet; it counts the most its snapshot can take when it is evicted (hotSnapshotBound), so
+// the limits hold whichever form the run is in. 0 when not suspended.
 func (r *Run) SnapshotBytes() int {
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
 	if r.snapshot == nil {
+		if r.hotEntry != nil && r.vm != nil {
+			return int(hotSnapshotBound(int64(r.vm.MemorySize()))) + len(r.value)
+		}
 		return 0
 	}
 	return len(r.snapshot) + len(r.value)
