@@ -46,9 +46,15 @@ bench: build
 	$(BIN) bench
 	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/sandbox/ ./internal/search/ .
 
+# Every fuzz target, FUZZTIME each (a fuzz target's corpus also runs in `make test`).
+FUZZTIME ?= 10s
 fuzz: wasm
-	$(GO) test -run '^$$' -fuzz FuzzPrepare -fuzztime 30s ./internal/source/
-	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./config/
+	@set -e; for pkg in $$($(GO) list ./...); do \
+	  for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+	    echo "== $$pkg $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 20x $$pkg; \
+	  done; \
+	done
 
 clean:
 	rm -rf bin .cache
