@@ -25,7 +25,9 @@ func (h *hostileHost) Sync(op string, p []byte) ([]byte, error) {
 	return h.result, nil
 }
 
-func (h *hostileHost) Async(ctx context.Context, c *Call) ([]byte, error) { return h.Sync(c.Op, c.Payload) }
+func (h *hostileHost) Async(ctx context.Context, c *Call) ([]byte, error) {
+	return h.Sync(c.Op, c.Payload)
+}
 
 func (h *hostileHost) PendingLabel(op string, p []byte) string { return string(h.result) }
 
