@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 const applyPatchInput = `{
@@ -73,7 +74,7 @@ func applyPatchTool(ws *workspace) *api.Tool {
 			for _, f := range d.Files {
 				fmt.Fprintf(&b, "%s %s (%d hunk%s)\n", strings.ToUpper(f.Action[:1]), f.Path, f.Hunks, plural(f.Hunks))
 			}
-			return result(b.String(), d)
+			return nativetool.Result(b.String(), d)
 		})
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 const (
@@ -77,7 +78,7 @@ func execTool(ws *workspace) *api.Tool {
 			if strings.IndexByte(in.Command, 0) >= 0 {
 				return nil, errors.New("exec: command contains a NUL byte")
 			}
-			ms, err := intArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
+			ms, err := nativetool.IntArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
 			if err != nil {
 				return nil, err
 			}
@@ -88,7 +89,7 @@ func execTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(execText(d), d)
+			return nativetool.Result(execText(d), d)
 		})
 }
 

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 // ---- read ----
@@ -67,11 +68,11 @@ func readTool(ws *workspace) *api.Tool {
 			if in.Path == "" {
 				return nil, errors.New("read: path is required")
 			}
-			offset, err := intArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
+			offset, err := nativetool.IntArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
 			if err != nil {
 				return nil, err
 			}
-			limit, err := intArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
+			limit, err := nativetool.IntArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +80,7 @@ func readTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(readText(d), d)
+			return nativetool.Result(readText(d), d)
 		})
 }
 
@@ -303,7 +304,7 @@ func writeTool(ws *workspace) *api.Tool {
 			if d.Created {
 				verb = "Created"
 			}
-			return result(fmt.Sprintf("%s %s (%d bytes)", verb, p.show, d.Bytes), d)
+			return nativetool.Result(fmt.Sprintf("%s %s (%d bytes)", verb, p.show, d.Bytes), d)
 		})
 }
 
@@ -386,7 +387,7 @@ func editTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
+			return nativetool.Result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
 		})
 }
 
@@ -533,7 +534,7 @@ func lsTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(lsText(d), d)
+			return nativetool.Result(lsText(d), d)
 		})
 }
 

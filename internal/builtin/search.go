@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 const (
@@ -345,7 +346,7 @@ func findTool(ws *workspace) *api.Tool {
 			if in.Pattern == "" {
 				return nil, errors.New("find: pattern is required")
 			}
-			limit, err := intArg("find", "limit", in.Limit, 1000, 1, 10000)
+			limit, err := nativetool.IntArg("find", "limit", in.Limit, 1000, 1, 10000)
 			if err != nil {
 				return nil, err
 			}
@@ -363,7 +364,7 @@ func findTool(ws *workspace) *api.Tool {
 			if d.Truncated {
 				text += "\n[results truncated]"
 			}
-			return result(text, d)
+			return nativetool.Result(text, d)
 		})
 }
 
@@ -485,7 +486,7 @@ func grepTool(ws *workspace) *api.Tool {
 			if in.Pattern == "" {
 				return nil, errors.New("grep: pattern is required")
 			}
-			limit, err := intArg("grep", "limit", in.Limit, 100, 1, 2000)
+			limit, err := nativetool.IntArg("grep", "limit", in.Limit, 100, 1, 2000)
 			if err != nil {
 				return nil, err
 			}
@@ -506,7 +507,7 @@ func grepTool(ws *workspace) *api.Tool {
 			if d.Truncated {
 				b.WriteString("[results truncated]\n")
 			}
-			return result(b.String(), d)
+			return nativetool.Result(b.String(), d)
 		})
 }
 

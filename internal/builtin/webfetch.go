@@ -19,6 +19,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/nativetool"
 	"golang.org/x/text/encoding/htmlindex"
 )
 
@@ -96,7 +97,7 @@ func webFetchTool(cfg config.WebFetch, guard func(netip.AddrPort) error) *api.To
 			if d.Truncated {
 				b.WriteString("\n[truncated]")
 			}
-			return result(b.String(), d)
+			return nativetool.Result(b.String(), d)
 		})
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -84,16 +85,10 @@ type blameDetails struct {
 }
 
 func blameTool(p *plugin) *api.Tool {
-	return typedTool("git_blame", "Git blame",
+	return gitTool("git_blame", "Git blame",
 		"For each line of a file (as of a revision, default HEAD), the commit, author and date that last changed it. At most 3000 lines per call; page with startLine.",
 		blameInput, blameOutput,
-		func(ctx context.Context, in *blameArgs) (*api.Result, error) {
-			d, err := p.blame(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(blameText(d), d)
-		})
+		p.blame, blameText)
 }
 
 func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error) {
@@ -101,11 +96,11 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if in.Path == "" {
 		return nil, fmt.Errorf("%s: path is required", tool)
 	}
-	start, err := intArg(tool, "startLine", in.StartLine, 1, 1, 1<<31-1)
+	start, err := nativetool.IntArg(tool, "startLine", in.StartLine, 1, 1, 1<<31-1)
 	if err != nil {
 		return nil, err
 	}
-	end, err := intArg(tool, "endLine", in.EndLine, 0, start, 1<<31-1)
+	end, err := nativetool.IntArg(tool, "endLine", in.EndLine, 0, start, 1<<31-1)
 	if err != nil {
 		return nil, fmt.Errorf("%v (and at least startLine)", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -72,21 +73,15 @@ type diffDetails struct {
 }
 
 func diffTool(p *plugin) *api.Tool {
-	return typedTool("git_diff", "Git diff",
+	return gitTool("git_diff", "Git diff",
 		"Changes between two revisions, or between a revision (default HEAD) and the worktree or the index, as per-file patches with line counts; renames are detected and binary files flagged.",
 		diffInput, diffOutput,
-		func(ctx context.Context, in *diffArgs) (*api.Result, error) {
-			d, err := p.diff(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(diffText(d.Files, d.Truncated), d)
-		})
+		p.diff, diffText)
 }
 
 func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	const tool = "git_diff"
-	perFile, err := intArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
+	perFile, err := nativetool.IntArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
 	if err != nil {
 		return nil, err
 	}
@@ -182,8 +177,10 @@ func (p *plugin) fileChanges(ctx context.Context, d *differ, pairs []versionPair
 	return files, truncated, nil
 }
 
-// diffText renders changed files as a stat listing followed by their patches.
-func diffText(files []*fileChange, truncated bool) string {
+func diffText(d *diffDetails) string { return filesText(d.Files, d.Truncated) }
+
+// filesText renders changed files as a stat listing followed by their patches.
+func filesText(files []*fileChange, truncated bool) string {
 	var b strings.Builder
 	if len(files) == 0 {
 		b.WriteString("(no changes)\n")

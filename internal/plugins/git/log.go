@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -110,25 +111,19 @@ type logDetails struct {
 }
 
 func logTool(p *plugin) *api.Tool {
-	return typedTool("git_log", "Git log",
+	return gitTool("git_log", "Git log",
 		"List commits, newest first, optionally only those touching a path, by an author or since a date; with stat: true each commit lists its changed files with line counts.",
 		logInput, logOutput,
-		func(ctx context.Context, in *logArgs) (*api.Result, error) {
-			d, err := p.log(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(logText(d), d)
-		})
+		p.log, logText)
 }
 
 func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 	const tool = "git_log"
-	limit, err := intArg(tool, "limit", in.Limit, defaultLogLimit, 1, maxLogLimit)
+	limit, err := nativetool.IntArg(tool, "limit", in.Limit, defaultLogLimit, 1, maxLogLimit)
 	if err != nil {
 		return nil, err
 	}
-	skip, err := intArg(tool, "skip", in.Skip, 0, 0, maxScan)
+	skip, err := nativetool.IntArg(tool, "skip", in.Skip, 0, 0, maxScan)
 	if err != nil {
 		return nil, err
 	}

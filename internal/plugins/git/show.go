@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 const maxMessageBytes = 64 << 10
@@ -54,21 +55,15 @@ type showDetails struct {
 }
 
 func showTool(p *plugin) *api.Tool {
-	return typedTool("git_show", "Git show",
+	return gitTool("git_show", "Git show",
 		"One commit: author, date, full message and its changes (against the first parent for a merge) as per-file patches with line counts.",
 		showInput, showOutput,
-		func(ctx context.Context, in *showArgs) (*api.Result, error) {
-			d, err := p.show(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(showText(d), d)
-		})
+		p.show, showText)
 }
 
 func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	const tool = "git_show"
-	perFile, err := intArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
+	perFile, err := nativetool.IntArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +117,6 @@ func showText(d *showDetails) string {
 	}
 	fmt.Fprintf(&b, "Author: %s <%s>\nDate:   %s\n\n    %s\n\n", d.Author, d.email, d.Date,
 		strings.ReplaceAll(d.Message, "\n", "\n    "))
-	b.WriteString(diffText(d.Files, d.Truncated))
+	b.WriteString(filesText(d.Files, d.Truncated))
 	return b.String()
 }

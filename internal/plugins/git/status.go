@@ -53,16 +53,10 @@ type statusDetails struct {
 }
 
 func statusTool(p *plugin) *api.Tool {
-	return typedTool("git_status", "Git status",
+	return gitTool("git_status", "Git status",
 		"The checked-out branch and HEAD, and the files that are staged, changed in the worktree or untracked (ignored files are left out).",
 		statusInput, statusOutput,
-		func(ctx context.Context, in *statusArgs) (*api.Result, error) {
-			d, err := p.status(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(statusText(d), d)
-		})
+		p.status, statusText)
 }
 
 func (p *plugin) status(ctx context.Context, in *statusArgs) (*statusDetails, error) {
