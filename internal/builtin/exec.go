@@ -98,11 +98,11 @@ func (w *workspace) exec(ctx context.Context, command, cwd string, timeout time.
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(w.real, p.rel)
+	dir := filepath.Join(w.Real, p.Rel)
 	if fi, err := os.Stat(dir); err != nil {
-		return nil, pathErr("exec", p.show, err)
+		return nil, pathErr("exec", p.Show, err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("exec: cwd %s is not a directory", p.show)
+		return nil, fmt.Errorf("exec: cwd %s is not a directory", p.Show)
 	}
 	shell := "/bin/sh"
 	if _, err := os.Stat(shell); err != nil {

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/confine"
 	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
@@ -373,11 +374,7 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 	if err != nil {
 		return nil, fmt.Errorf("find: %v", err)
 	}
-	p, err := w.resolve("find", dir)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("find")
+	root, p, err := w.openPath("find", dir)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +383,7 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 		return nil, err
 	}
 	d := &findDetails{Matches: []string{}}
-	truncated, err := walk(ctx, root, p.rel, func(rel string, e fs.DirEntry) error {
+	truncated, err := walk(ctx, root, p.Rel, func(rel string, e fs.DirEntry) error {
 		if e.IsDir() {
 			if !g.descend(rel) {
 				return errSkipDir
@@ -400,7 +397,7 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 			d.Truncated = true
 			return errStopWalk
 		}
-		d.Matches = append(d.Matches, joinShow(p.show, rel))
+		d.Matches = append(d.Matches, joinShow(p.Show, rel))
 		return nil
 	})
 	if err != nil {
@@ -411,13 +408,13 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 }
 
 // requireDir checks that p is a directory.
-func requireDir(tool string, root *os.Root, p wsPath) error {
-	fi, err := root.Stat(p.rel)
+func requireDir(tool string, root *os.Root, p confine.Path) error {
+	fi, err := root.Stat(p.Rel)
 	if err != nil {
-		return pathErr(tool, p.show, err)
+		return pathErr(tool, p.Show, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s: %s is not a directory", tool, p.show)
+		return fmt.Errorf("%s: %s is not a directory", tool, p.Show)
 	}
 	return nil
 }
@@ -537,18 +534,14 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 			return nil, fmt.Errorf("grep: glob: %v", err)
 		}
 	}
-	p, err := w.resolve("grep", in.Path)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("grep")
+	root, p, err := w.openPath("grep", in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	fi, err := root.Stat(p.rel)
+	fi, err := root.Stat(p.Rel)
 	if err != nil {
-		return nil, pathErr("grep", p.show, err)
+		return nil, pathErr("grep", p.Show, err)
 	}
 	d := &grepDetails{Matches: []grepMatch{}}
 	search := func(rel, show string) error {
@@ -586,12 +579,12 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 		return nil
 	}
 	if !fi.IsDir() {
-		if err := search(p.rel, p.show); err != nil && err != errStopWalk {
+		if err := search(p.Rel, p.Show); err != nil && err != errStopWalk {
 			return nil, err
 		}
 		return d, nil
 	}
-	truncated, err := walk(ctx, root, p.rel, func(rel string, e fs.DirEntry) error {
+	truncated, err := walk(ctx, root, p.Rel, func(rel string, e fs.DirEntry) error {
 		if e.IsDir() {
 			if g != nil && !g.descend(rel) {
 				return errSkipDir
@@ -601,7 +594,7 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 		if !e.Type().IsRegular() || (g != nil && !g.match(rel)) {
 			return nil
 		}
-		return search(filepath.Join(p.rel, filepath.FromSlash(rel)), joinShow(p.show, rel))
+		return search(filepath.Join(p.Rel, filepath.FromSlash(rel)), joinShow(p.Show, rel))
 	})
 	if err != nil {
 		return nil, err
