@@ -12,6 +12,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/procgroup"
 )
 
 const (
@@ -115,7 +116,7 @@ func (w *workspace) exec(ctx context.Context, command, cwd string, timeout time.
 	var stdout, stderr cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = execWaitDelay
-	startProcessGroup(cmd)
+	procgroup.KillOnCancel(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("exec: cannot start the shell: %v", err)
