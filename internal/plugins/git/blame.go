@@ -104,15 +104,11 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if err != nil {
 		return nil, fmt.Errorf("%v (and at least startLine)", err)
 	}
-	r, err := p.open(tool)
+	r, rp, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	rp, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	shown, _ := r.show(rp)
 	if rp == r.scope {
 		return nil, fmt.Errorf("%s: %s is a directory", tool, in.Path)

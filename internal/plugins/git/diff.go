@@ -7,7 +7,6 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/nativetool"
-	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
 // Bounds of git_diff and git_show.
@@ -88,15 +87,11 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	if in.Staged && in.To != "" {
 		return nil, fmt.Errorf("%s: staged compares with the index; leave out to", tool)
 	}
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	from, err := r.resolve(tool, in.From)
 	if err != nil {
 		return nil, err
@@ -105,8 +100,7 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", tool, err)
 	}
-	out := &diffDetails{From: from.Hash.String(), Files: []*fileChange{}}
-	d := r.newDiffer(ctx, p.opts, true, perFile)
+	out := &diffDetails{From: from.Hash.String()}
 	var pairs []versionPair
 	if in.To != "" {
 		to, err := r.resolve(tool, in.To)
@@ -118,7 +112,11 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", tool, err)
 		}
-		if pairs, err = r.commitPairs(ctx, fromTree, toTree, prefix); err != nil {
+		changes, err := r.treeChanges(ctx, fromTree, toTree, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tool, err)
+		}
+		if pairs, err = r.versionPairs(changes); err != nil {
 			return nil, fmt.Errorf("%s: %w", tool, err)
 		}
 	} else {
@@ -130,37 +128,20 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 			return nil, fmt.Errorf("%s: %w", tool, err)
 		}
 	}
-	out.Files, out.Truncated, err = p.fileChanges(ctx, d, pairs)
-	if err != nil {
+	d := r.newDiffer(ctx, p.opts, true, perFile)
+	if out.Files, out.Truncated, err = d.files(ctx, pairs, p.opts.MaxFiles); err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return out, nil
 }
 
-// commitPairs lists the file changes between two trees under prefix, renames detected.
-func (r *repo) commitPairs(ctx context.Context, a, b *object.Tree, prefix string) ([]versionPair, error) {
-	changes, err := r.treeChanges(ctx, a, b, prefix)
-	if err != nil {
-		return nil, err
-	}
-	pairs := make([]versionPair, 0, len(changes))
-	for _, c := range changes {
-		from, to, err := r.changeVersions(c)
-		if err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, versionPair{from, to})
-	}
-	return pairs, nil
-}
-
-// fileChanges diffs each pair, at most MaxFiles of them; truncated reports files left out or
-// cut.
-func (p *plugin) fileChanges(ctx context.Context, d *differ, pairs []versionPair) ([]*fileChange, bool, error) {
+// files diffs each pair, listing at most max files; truncated reports files left out or cut.
+// Pairs without any change (a worktree edit undone since it was staged) are left out.
+func (d *differ) files(ctx context.Context, pairs []versionPair, max int) ([]*fileChange, bool, error) {
 	files := []*fileChange{}
 	truncated := false
 	for _, pr := range pairs {
-		if len(files) == p.opts.MaxFiles {
+		if len(files) == max {
 			truncated = true
 			break
 		}
@@ -186,7 +167,7 @@ func filesText(files []*fileChange, truncated bool) string {
 		b.WriteString("(no changes)\n")
 	}
 	for _, f := range files {
-		b.WriteString(statLine(f.Path, f.OldPath, f.Status, f.Additions, f.Deletions, f.Binary, f.Truncated) + "\n")
+		b.WriteString(statLine(&f.statFile, f.Truncated) + "\n")
 	}
 	for _, f := range files {
 		if f.Patch == nil || *f.Patch == "" {

@@ -211,6 +211,21 @@ func (p *plugin) open(tool string) (*repo, error) {
 	return r, nil
 }
 
+// openPath opens the repository for a call of tool and turns the call's path into a
+// repository path (repoPath). Callers close the repository.
+func (p *plugin) openPath(tool, name string) (*repo, string, error) {
+	r, err := p.open(tool)
+	if err != nil {
+		return nil, "", err
+	}
+	rp, err := r.repoPath(tool, name)
+	if err != nil {
+		r.close()
+		return nil, "", err
+	}
+	return r, rp, nil
+}
+
 // repoPath turns a caller's path (relative to the workspace, or absolute inside it) into a
 // slash-separated path relative to the worktree root ("" for the whole repository). It
 // refuses `..` escapes, absolute paths outside the workspace, and paths whose existing prefix

@@ -67,15 +67,11 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	c, err := r.resolve(tool, in.Rev)
 	if err != nil {
 		return nil, err
@@ -90,20 +86,16 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	for _, h := range c.ParentHashes {
 		out.parents = append(out.parents, h.String())
 	}
-	from, err := parentTree(c)
+	changes, err := r.commitChanges(ctx, c, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", tool, err)
+		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
-	to, err := commitTree(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", tool, err)
-	}
-	pairs, err := r.commitPairs(ctx, from, to, prefix)
+	pairs, err := r.versionPairs(changes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	d := r.newDiffer(ctx, p.opts, true, perFile)
-	if out.Files, out.Truncated, err = p.fileChanges(ctx, d, pairs); err != nil {
+	if out.Files, out.Truncated, err = d.files(ctx, pairs, p.opts.MaxFiles); err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return out, nil

@@ -61,15 +61,11 @@ func statusTool(p *plugin) *api.Tool {
 
 func (p *plugin) status(ctx context.Context, in *statusArgs) (*statusDetails, error) {
 	const tool = "git_status"
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	out := &statusDetails{Staged: []*statusChange{}, Unstaged: []*statusChange{}, Untracked: []string{}}
 	var tree *object.Tree
 	head, err := r.r.Head()
