@@ -78,11 +78,16 @@ func Tools(cfg *config.Config) ([]*api.Tool, error) {
 	return tools, nil
 }
 
+// coreSpec describes a built-in tool: owned by "core", its input bounded by maxInputBytes.
+func coreSpec(name, label, description, input, output string, readOnly bool) nativetool.Spec {
+	return nativetool.Spec{
+		Name: name, Label: label, Description: description, Input: input, Output: output,
+		Owner: api.CoreOwner, ReadOnly: readOnly, MaxInputBytes: maxInputBytes,
+	}
+}
+
 // typedTool builds a built-in tool whose Execute decodes the input strictly into In
 // (nativetool.Decode, errors prefixed with the tool's name) and calls run with it.
 func typedTool[In any](name, label, description, input, output string, readOnly bool, run func(ctx context.Context, in *In) (*api.Result, error)) *api.Tool {
-	return nativetool.Typed(nativetool.Spec{
-		Name: name, Label: label, Description: description, Input: input, Output: output,
-		Owner: api.CoreOwner, ReadOnly: readOnly, MaxInputBytes: maxInputBytes,
-	}, run)
+	return nativetool.Typed(coreSpec(name, label, description, input, output, readOnly), run)
 }

@@ -83,9 +83,6 @@ func execTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			if in.Cwd == "" {
-				in.Cwd = "."
-			}
 			d, err := ws.exec(ctx, in.Command, in.Cwd, time.Duration(ms)*time.Millisecond)
 			if err != nil {
 				return nil, err

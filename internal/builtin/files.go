@@ -516,23 +516,14 @@ type lsDetails struct {
 }
 
 func lsTool(ws *workspace) *api.Tool {
-	return typedTool("ls", "List directory",
+	return nativetool.Rendered(coreSpec("ls", "List directory",
 		"List a workspace directory, sorted by name, with each entry's type and size. Names starting with a dot are hidden unless all is set.",
-		lsInput, lsOutput, true,
-		func(ctx context.Context, in *lsArgs) (*api.Result, error) {
-			if in.Path == "" {
-				in.Path = "."
-			}
-			d, err := ws.ls(ctx, in.Path, in.All)
-			if err != nil {
-				return nil, err
-			}
-			return nativetool.Result(lsText(d), d)
-		})
+		lsInput, lsOutput, true),
+		ws.ls, lsText)
 }
 
-func (w *workspace) ls(ctx context.Context, path string, all bool) (*lsDetails, error) {
-	root, p, err := w.openPath("ls", path)
+func (w *workspace) ls(ctx context.Context, in *lsArgs) (*lsDetails, error) {
+	root, p, err := w.openPath("ls", in.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -551,7 +542,7 @@ func (w *workspace) ls(ctx context.Context, path string, all bool) (*lsDetails, 
 	if err != nil {
 		return nil, pathErr("ls", p.Show, err)
 	}
-	if !all {
+	if !in.All {
 		entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return strings.HasPrefix(e.Name(), ".") })
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })

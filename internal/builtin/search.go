@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -305,6 +304,24 @@ func walk(ctx context.Context, root *os.Root, start string, fn walkFunc) (trunca
 	return truncated, err
 }
 
+// walkMatching walks the tree below start like walk, but hands fn only the entries that are
+// not directories and match g (all of them when g is nil), and skips the directories below
+// which nothing can match.
+func walkMatching(ctx context.Context, root *os.Root, start string, g *globMatcher, fn walkFunc) (truncated bool, err error) {
+	return walk(ctx, root, start, func(rel string, e fs.DirEntry) error {
+		if e.IsDir() {
+			if g != nil && !g.descend(rel) {
+				return errSkipDir
+			}
+			return nil
+		}
+		if g != nil && !g.match(rel) {
+			return nil
+		}
+		return fn(rel, e)
+	})
+}
+
 // ---- find ----
 
 const findInput = `{
@@ -351,9 +368,6 @@ func findTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			if in.Path == "" {
-				in.Path = "."
-			}
 			d, err := ws.find(ctx, in.Pattern, in.Path, limit)
 			if err != nil {
 				return nil, err
@@ -383,16 +397,7 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 		return nil, err
 	}
 	d := &findDetails{Matches: []string{}}
-	truncated, err := walk(ctx, root, p.Rel, func(rel string, e fs.DirEntry) error {
-		if e.IsDir() {
-			if !g.descend(rel) {
-				return errSkipDir
-			}
-			return nil
-		}
-		if !g.match(rel) {
-			return nil
-		}
+	truncated, err := walkMatching(ctx, root, p.Rel, g, func(rel string, _ fs.DirEntry) error {
 		if len(d.Matches) == limit {
 			d.Truncated = true
 			return errStopWalk
@@ -486,9 +491,6 @@ func grepTool(ws *workspace) *api.Tool {
 			limit, err := nativetool.IntArg("grep", "limit", in.Limit, 100, 1, 2000)
 			if err != nil {
 				return nil, err
-			}
-			if in.Path == "" {
-				in.Path = "."
 			}
 			d, err := ws.grep(ctx, in, limit)
 			if err != nil {
@@ -584,14 +586,8 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 		}
 		return d, nil
 	}
-	truncated, err := walk(ctx, root, p.Rel, func(rel string, e fs.DirEntry) error {
-		if e.IsDir() {
-			if g != nil && !g.descend(rel) {
-				return errSkipDir
-			}
-			return nil
-		}
-		if !e.Type().IsRegular() || (g != nil && !g.match(rel)) {
+	truncated, err := walkMatching(ctx, root, p.Rel, g, func(rel string, e fs.DirEntry) error {
+		if !e.Type().IsRegular() {
 			return nil
 		}
 		return search(filepath.Join(p.Rel, filepath.FromSlash(rel)), joinShow(p.Show, rel))
@@ -603,26 +599,11 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 	return d, nil
 }
 
-// readGrepFile reads a regular text file for grep; ok is false for files to skip (unreadable,
-// not regular, too large or binary).
+// readGrepFile reads a regular text file for grep (readSmallFile's checks, at most grepMaxFile
+// bytes); ok is false for files to skip (unreadable, not regular, too large or binary).
 func readGrepFile(root *os.Root, rel string) ([]byte, bool) {
-	if fi, err := root.Stat(rel); err != nil || !fi.Mode().IsRegular() {
-		return nil, false // checked before opening: opening a FIFO would block
-	}
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > grepMaxFile {
-		return nil, false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, grepMaxFile+1))
-	if err != nil || len(data) > grepMaxFile || isBinary(data) {
-		return nil, false
-	}
-	return data, true
+	data, _, err := readSmallFile("grep", root, confine.Path{Rel: rel}, grepMaxFile)
+	return data, err == nil
 }
 
 // lineText returns a matching line for the result, cut at grepMaxLineText bytes on a rune
