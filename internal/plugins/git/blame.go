@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -125,7 +126,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if h.IsZero() {
 		return nil, fmt.Errorf("%s: %s does not exist in %s (or is not a text file)", tool, shown, c.Hash.String()[:12])
 	}
-	lines := splitLines(text)
+	lines := slices.Collect(strings.Lines(text))
 	out := &blameDetails{Path: shown, Rev: c.Hash.String(), Lines: []*blameLine{}, TotalLines: len(lines)}
 	if start > len(lines) && start > 1 {
 		return nil, fmt.Errorf("%s: startLine %d is past the end of %s (%d lines)", tool, start, shown, len(lines))
@@ -362,18 +363,6 @@ func timeoutUntil(deadline time.Time) time.Duration {
 		return diffTimeout
 	}
 	return min(diffTimeout, max(time.Until(deadline), 10*time.Millisecond))
-}
-
-// splitLines splits text into lines, each keeping its newline.
-func splitLines(text string) []string {
-	if text == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
 }
 
 // blameQueue orders items newest commit first and merges items of the same commit reached
