@@ -12,11 +12,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/confine"
 	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 const (
@@ -612,9 +612,5 @@ func lineText(line []byte) string {
 	if len(line) <= grepMaxLineText {
 		return string(line)
 	}
-	cut := grepMaxLineText
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return string(line[:cut]) + "…"
+	return string(textcut.Prefix(line, grepMaxLineText)) + "…"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -149,7 +150,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	size := 0
 	for i := start - 1; i < last; i++ {
 		oc := owners[i]
-		t := truncateUTF8(strings.TrimRight(lines[i], "\r\n"), maxLineText)
+		t := textcut.Prefix(strings.TrimRight(lines[i], "\r\n"), maxLineText)
 		if size += len(t) + 120; size > maxBlameText {
 			out.Truncated = true
 			break
@@ -400,7 +401,7 @@ func blameText(d *blameDetails) string {
 		if len(date) > 10 {
 			date = date[:10]
 		}
-		fmt.Fprintf(&b, "%s (%s %s %5d) %s\n", l.Hash[:8], truncateUTF8(l.Author, 20), date, l.Line, l.Text)
+		fmt.Fprintf(&b, "%s (%s %s %5d) %s\n", l.Hash[:8], textcut.Prefix(l.Author, 20), date, l.Line, l.Text)
 	}
 	if len(d.Lines) == 0 {
 		b.WriteString("(empty file)\n")

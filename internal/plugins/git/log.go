@@ -7,10 +7,10 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -289,22 +289,11 @@ func parseSince(s string) (time.Time, error) {
 // subject is the first line of a commit message, bounded.
 func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
-	return truncateUTF8(strings.TrimRight(s, "\r "), maxSubjectBytes)
+	return textcut.Prefix(strings.TrimRight(s, "\r "), maxSubjectBytes)
 }
 
 // ident bounds a name or email from a commit: a hostile repository may make them huge.
-func ident(s string) string { return truncateUTF8(s, maxIdentBytes) }
-
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func ident(s string) string { return textcut.Prefix(s, maxIdentBytes) }
 
 func logText(d *logDetails) string {
 	var b strings.Builder

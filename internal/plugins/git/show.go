@@ -8,6 +8,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 const maxMessageBytes = 64 << 10
@@ -80,7 +81,7 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 		Hash:    c.Hash.String(),
 		Author:  ident(c.Author.Name),
 		Date:    c.Author.When.Format(time.RFC3339),
-		Message: truncateUTF8(strings.Trim(c.Message, "\n"), maxMessageBytes),
+		Message: textcut.Prefix(strings.Trim(c.Message, "\n"), maxMessageBytes),
 		email:   ident(c.Author.Email),
 	}
 	for _, h := range c.ParentHashes {
