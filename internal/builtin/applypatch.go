@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/confine"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 const applyPatchInput = `{
@@ -73,13 +75,13 @@ func applyPatchTool(ws *workspace) *api.Tool {
 			for _, f := range d.Files {
 				fmt.Fprintf(&b, "%s %s (%d hunk%s)\n", strings.ToUpper(f.Action[:1]), f.Path, f.Hunks, plural(f.Hunks))
 			}
-			return result(b.String(), d)
+			return nativetool.Result(b.String(), d)
 		})
 }
 
 // pendingFile is one file's state while a patch is applied in memory.
 type pendingFile struct {
-	p        wsPath
+	p        confine.Path
 	existed  bool        // on disk before the patch
 	mode     fs.FileMode // permission bits on disk, when it existed
 	exists   bool        // after the sections applied so far
@@ -111,10 +113,10 @@ func (w *workspace) applyPatch(ctx context.Context, text string) (*applyPatchDet
 		if err != nil {
 			return nil, err
 		}
-		if p.rel == "." {
+		if p.Rel == "." {
 			return nil, fmt.Errorf("apply_patch: %s names the workspace directory itself", fp.Path())
 		}
-		pf := state[p.rel]
+		pf := state[p.Rel]
 		if pf == nil {
 			pf = &pendingFile{p: p}
 			fi, exists, err := statFile("apply_patch", root, p)
@@ -128,10 +130,10 @@ func (w *workspace) applyPatch(ctx context.Context, text string) (*applyPatchDet
 				}
 				pf.existed, pf.exists, pf.content, pf.mode = true, true, string(data), fi.Mode().Perm()
 			}
-			state[p.rel] = pf
+			state[p.Rel] = pf
 			order = append(order, pf)
 		}
-		where := fmt.Sprintf("apply_patch: %s", p.show)
+		where := fmt.Sprintf("apply_patch: %s", p.Show)
 		switch fp.Action() {
 		case "add":
 			if pf.exists {
@@ -171,7 +173,7 @@ func (w *workspace) applyPatch(ctx context.Context, text string) (*applyPatchDet
 		if total > 8*maxFileBytes {
 			return nil, errors.New("apply_patch: the patch writes too much data in total")
 		}
-		d.Files = append(d.Files, patchedFile{Path: p.show, Action: fp.Action(), Hunks: len(fp.Hunks)})
+		d.Files = append(d.Files, patchedFile{Path: p.Show, Action: fp.Action(), Hunks: len(fp.Hunks)})
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -191,15 +193,15 @@ func (w *workspace) applyPatch(ctx context.Context, text string) (*applyPatchDet
 			continue
 		}
 		if !pf.existed {
-			if err := root.MkdirAll(filepath.Dir(pf.p.rel), 0o755); err != nil {
+			if err := root.MkdirAll(filepath.Dir(pf.p.Rel), 0o755); err != nil {
 				discard()
-				return nil, pathErr("apply_patch", pf.p.show, err)
+				return nil, pathErr("apply_patch", pf.p.Show, err)
 			}
 		}
-		t, err := writeTemp(root, pf.p.rel, []byte(pf.content), pf.mode, pf.execMode)
+		t, err := writeTemp(root, pf.p.Rel, []byte(pf.content), pf.mode, pf.execMode)
 		if err != nil {
 			discard()
-			return nil, pathErr("apply_patch", pf.p.show, err)
+			return nil, pathErr("apply_patch", pf.p.Show, err)
 		}
 		temps = append(temps, t)
 	}
@@ -212,13 +214,13 @@ func (w *workspace) applyPatch(ctx context.Context, text string) (*applyPatchDet
 				rest.discard(root)
 			}
 			return nil, fmt.Errorf("apply_patch: writing %s failed after %d of %d files were written: %v",
-				filepath.ToSlash(t.dst), i, len(temps), errText(err))
+				filepath.ToSlash(t.dst), i, len(temps), confine.Describe(err))
 		}
 	}
 	for _, pf := range order {
 		if pf.existed && !pf.exists {
-			if err := root.Remove(pf.p.rel); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return nil, pathErr("apply_patch", pf.p.show, err)
+			if err := root.Remove(pf.p.Rel); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return nil, pathErr("apply_patch", pf.p.Show, err)
 			}
 		}
 	}

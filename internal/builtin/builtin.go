@@ -31,17 +31,12 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 // Limits shared by several tools.
@@ -83,143 +78,16 @@ func Tools(cfg *config.Config) ([]*api.Tool, error) {
 	return tools, nil
 }
 
-// newTool fills the fields every built-in tool shares.
-func newTool(name, label, description, input, output string, readOnly bool) *api.Tool {
-	return &api.Tool{
-		Name:         name,
-		Label:        label,
-		Description:  description,
-		InputSchema:  compactSchema(input),
-		OutputSchema: compactSchema(output),
-		Source:       api.SourceNative,
-		Owner:        api.CoreOwner,
-		ReadOnly:     readOnly,
+// coreSpec describes a built-in tool: owned by "core", its input bounded by maxInputBytes.
+func coreSpec(name, label, description, input, output string, readOnly bool) nativetool.Spec {
+	return nativetool.Spec{
+		Name: name, Label: label, Description: description, Input: input, Output: output,
+		Owner: api.CoreOwner, ReadOnly: readOnly, MaxInputBytes: maxInputBytes,
 	}
 }
 
-// typedTool builds a tool whose Execute decodes the input into In (decodeInput's strict rules,
-// errors prefixed with the tool's name) and calls run with it.
+// typedTool builds a built-in tool whose Execute decodes the input strictly into In
+// (nativetool.Decode, errors prefixed with the tool's name) and calls run with it.
 func typedTool[In any](name, label, description, input, output string, readOnly bool, run func(ctx context.Context, in *In) (*api.Result, error)) *api.Tool {
-	t := newTool(name, label, description, input, output, readOnly)
-	t.Execute = func(ctx context.Context, call *api.Call) (*api.Result, error) {
-		var in In
-		if err := decodeInput(name, call.Input, &in); err != nil {
-			return nil, err
-		}
-		return run(ctx, &in)
-	}
-	return t
-}
-
-// compactSchema turns a schema literal into compact JSON, keeping key order. The literals are
-// constants checked by tests, so a malformed one is a programming error.
-func compactSchema(s string) json.RawMessage {
-	var b bytes.Buffer
-	if err := json.Compact(&b, []byte(s)); err != nil {
-		panic("builtin: invalid schema literal: " + err.Error())
-	}
-	return b.Bytes()
-}
-
-// decodeInput decodes a tool's JSON input object into v (a pointer to a struct whose fields all
-// carry json tags). Absent or null input counts as {}. Keys must match the tags exactly; any
-// other key, a wrong type or trailing data is an error that names the field.
-func decodeInput(tool string, raw json.RawMessage, v any) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > maxInputBytes {
-		return fmt.Errorf("%s: input is %d bytes (limit %d)", tool, len(raw), maxInputBytes)
-	}
-	if len(raw) == 0 || string(raw) == "null" {
-		raw = []byte("{}")
-	}
-	if raw[0] != '{' {
-		return fmt.Errorf("%s: input must be a JSON object", tool)
-	}
-	known := fieldNames(v)
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &keys); err != nil {
-		return fmt.Errorf("%s: input is not a valid JSON object: %v", tool, err)
-	}
-	var unknown []string
-	for k := range keys {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) > 0 {
-		slices.Sort(unknown)
-		return fmt.Errorf("%s: unknown field %q (accepted: %s)", tool, unknown[0], strings.Join(known, ", "))
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return fmt.Errorf("%s: field %q must be %s, not %s", tool, te.Field, jsonKind(te.Type), te.Value)
-		}
-		return fmt.Errorf("%s: invalid input: %v", tool, err)
-	}
-	return nil
-}
-
-// fieldNames lists the json tag names of the struct v points to, in declaration order.
-func fieldNames(v any) []string {
-	t := reflect.TypeOf(v).Elem()
-	names := make([]string, 0, t.NumField())
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name != "" && name != "-" {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// jsonKind names the JSON type a Go type decodes from, for error messages.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	default:
-		return "an object"
-	}
-}
-
-// result builds a tool result: one text block and the JSON details. HTML characters are not
-// escaped, so file content keeps its size (and the result stays well inside the dispatcher's
-// 8 MiB bound).
-func result(text string, details any) (*api.Result, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(details); err != nil {
-		return nil, err
-	}
-	return &api.Result{
-		Content: []api.ContentBlock{{Type: "text", Text: text}},
-		Details: bytes.TrimRight(b.Bytes(), "\n"),
-	}, nil
-}
-
-// intArg validates an optional integer argument against [lo, hi] and returns it or def.
-func intArg(tool, name string, v *int, def, lo, hi int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	if *v < lo || *v > hi {
-		return 0, fmt.Errorf("%s: %s must be between %d and %d, not %d", tool, name, lo, hi, *v)
-	}
-	return *v, nil
+	return nativetool.Typed(coreSpec(name, label, description, input, output, readOnly), run)
 }

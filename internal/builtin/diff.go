@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -12,18 +13,6 @@ const (
 	diffContext = 3   // context lines around each change
 	diffMaxD    = 512 // edit distance searched before falling back to one replace block
 )
-
-// splitLines splits s after every "\n"; a last line without one is kept as is.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(s, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
 
 // diffOp is one line of an edit script: ' ' keeps a[a] (= b[b]), '-' deletes a[a], '+'
 // inserts b[b]. a and b are also the positions in the other sequence, so every op knows how
@@ -164,7 +153,7 @@ func backtrack(trace [][]int, n, m int) []byte {
 // "+++ b/<newName>" headers. The result is cut at a line boundary once it passes maxBytes
 // (truncated is then true and a last line says so). Identical inputs give "".
 func unifiedDiff(oldName, newName, old, new string, maxBytes int) (diff string, truncated bool) {
-	a, b := splitLines(old), splitLines(new)
+	a, b := slices.Collect(strings.Lines(old)), slices.Collect(strings.Lines(new))
 	ops := diffLines(a, b)
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--- %s\n+++ %s\n", quoteName("a/"+oldName), quoteName("b/"+newName))

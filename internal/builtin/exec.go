@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/procgroup"
 )
 
 const (
@@ -77,18 +79,15 @@ func execTool(ws *workspace) *api.Tool {
 			if strings.IndexByte(in.Command, 0) >= 0 {
 				return nil, errors.New("exec: command contains a NUL byte")
 			}
-			ms, err := intArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
+			ms, err := nativetool.IntArg("exec", "timeoutMs", in.TimeoutMs, int(execDefaultTimeout/time.Millisecond), 1, execMaxTimeoutMs)
 			if err != nil {
 				return nil, err
-			}
-			if in.Cwd == "" {
-				in.Cwd = "."
 			}
 			d, err := ws.exec(ctx, in.Command, in.Cwd, time.Duration(ms)*time.Millisecond)
 			if err != nil {
 				return nil, err
 			}
-			return result(execText(d), d)
+			return nativetool.Result(execText(d), d)
 		})
 }
 
@@ -97,11 +96,11 @@ func (w *workspace) exec(ctx context.Context, command, cwd string, timeout time.
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(w.real, p.rel)
+	dir := filepath.Join(w.Real, p.Rel)
 	if fi, err := os.Stat(dir); err != nil {
-		return nil, pathErr("exec", p.show, err)
+		return nil, pathErr("exec", p.Show, err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("exec: cwd %s is not a directory", p.show)
+		return nil, fmt.Errorf("exec: cwd %s is not a directory", p.Show)
 	}
 	shell := "/bin/sh"
 	if _, err := os.Stat(shell); err != nil {
@@ -114,7 +113,7 @@ func (w *workspace) exec(ctx context.Context, command, cwd string, timeout time.
 	var stdout, stderr cappedBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = execWaitDelay
-	startProcessGroup(cmd)
+	procgroup.KillOnCancel(cmd)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("exec: cannot start the shell: %v", err)

@@ -15,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/confine"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 // ---- read ----
@@ -67,11 +69,11 @@ func readTool(ws *workspace) *api.Tool {
 			if in.Path == "" {
 				return nil, errors.New("read: path is required")
 			}
-			offset, err := intArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
+			offset, err := nativetool.IntArg("read", "offset", in.Offset, 1, 1, 1<<31-1)
 			if err != nil {
 				return nil, err
 			}
-			limit, err := intArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
+			limit, err := nativetool.IntArg("read", "limit", in.Limit, 0, 1, 1<<31-1)
 			if err != nil {
 				return nil, err
 			}
@@ -79,7 +81,7 @@ func readTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(readText(d), d)
+			return nativetool.Result(readText(d), d)
 		})
 }
 
@@ -87,11 +89,7 @@ func readTool(ws *workspace) *api.Tool {
 // maxBytes of them. It streams the file once, so the total line count of a large file costs
 // a scan but no memory.
 func (w *workspace) read(ctx context.Context, path string, offset, limit, maxBytes int) (*readDetails, error) {
-	p, err := w.resolve("read", path)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("read")
+	root, p, err := w.openPath("read", path)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +118,7 @@ func (w *workspace) read(ctx context.Context, path string, offset, limit, maxByt
 		n, rerr := f.Read(buf)
 		chunk := buf[:n]
 		if size == 0 && n > 0 && isBinary(chunk) {
-			return nil, fmt.Errorf("read: %s is a binary file", p.show)
+			return nil, fmt.Errorf("read: %s is a binary file", p.Show)
 		}
 		size += int64(n)
 		if n > 0 {
@@ -159,7 +157,7 @@ func (w *workspace) read(ctx context.Context, path string, offset, limit, maxByt
 			break
 		}
 		if rerr != nil {
-			return nil, pathErr("read", p.show, rerr)
+			return nil, pathErr("read", p.Show, rerr)
 		}
 	}
 	total := newlines
@@ -167,10 +165,10 @@ func (w *workspace) read(ctx context.Context, path string, offset, limit, maxByt
 		total++
 	}
 	if offset > total && offset > 1 {
-		return nil, fmt.Errorf("read: offset %d is past the end of %s (%d lines)", offset, p.show, total)
+		return nil, fmt.Errorf("read: offset %d is past the end of %s (%d lines)", offset, p.Show, total)
 	}
 	if bytes.IndexByte(content, 0) >= 0 {
-		return nil, fmt.Errorf("read: %s is a binary file", p.show)
+		return nil, fmt.Errorf("read: %s is a binary file", p.Show)
 	}
 	returned := bytes.Count(content, []byte("\n"))
 	if len(content) > 0 && content[len(content)-1] != '\n' {
@@ -178,7 +176,7 @@ func (w *workspace) read(ctx context.Context, path string, offset, limit, maxByt
 	}
 	truncated := cut || offset+returned-1 < total
 	return &readDetails{
-		Path:      p.show,
+		Path:      p.Show,
 		Content:   string(content),
 		Lines:     total,
 		Offset:    offset,
@@ -277,7 +275,7 @@ func writeTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			if p.rel == "." {
+			if p.Rel == "." {
 				return nil, errors.New("write: the path names the workspace directory itself")
 			}
 			root, err := ws.open("write")
@@ -295,36 +293,36 @@ func writeTool(ws *workspace) *api.Tool {
 			} else if err := ensureParent("write", root, p, in.CreateDirs); err != nil {
 				return nil, err
 			}
-			if err := writeAtomic(root, p.rel, []byte(*in.Content), mode); err != nil {
-				return nil, pathErr("write", p.show, err)
+			if err := writeAtomic(root, p.Rel, []byte(*in.Content), mode); err != nil {
+				return nil, pathErr("write", p.Show, err)
 			}
-			d := writeDetails{Path: p.show, Bytes: len(*in.Content), Created: !exists}
+			d := writeDetails{Path: p.Show, Bytes: len(*in.Content), Created: !exists}
 			verb := "Wrote"
 			if d.Created {
 				verb = "Created"
 			}
-			return result(fmt.Sprintf("%s %s (%d bytes)", verb, p.show, d.Bytes), d)
+			return nativetool.Result(fmt.Sprintf("%s %s (%d bytes)", verb, p.Show, d.Bytes), d)
 		})
 }
 
 // ensureParent checks that the parent directory of p exists, creating it when create is set.
-func ensureParent(tool string, root *os.Root, p wsPath, create bool) error {
-	dir := filepath.Dir(p.rel)
+func ensureParent(tool string, root *os.Root, p confine.Path, create bool) error {
+	dir := filepath.Dir(p.Rel)
 	fi, err := root.Stat(dir)
 	if err == nil {
 		if !fi.IsDir() {
-			return fmt.Errorf("%s: the parent of %s is not a directory", tool, p.show)
+			return fmt.Errorf("%s: the parent of %s is not a directory", tool, p.Show)
 		}
 		return nil
 	}
 	if !errors.Is(err, fs.ErrNotExist) {
-		return pathErr(tool, p.show, err)
+		return pathErr(tool, p.Show, err)
 	}
 	if !create {
-		return fmt.Errorf("%s: the parent directory of %s does not exist (set createDirs to create it)", tool, p.show)
+		return fmt.Errorf("%s: the parent directory of %s does not exist (set createDirs to create it)", tool, p.Show)
 	}
 	if err := root.MkdirAll(dir, 0o755); err != nil {
-		return pathErr(tool, p.show, err)
+		return pathErr(tool, p.Show, err)
 	}
 	return nil
 }
@@ -386,16 +384,12 @@ func editTool(ws *workspace) *api.Tool {
 			if err != nil {
 				return nil, err
 			}
-			return result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
+			return nativetool.Result(fmt.Sprintf("Edited %s (%d replacement%s)\n%s", d.Path, d.Replacements, plural(d.Replacements), d.Diff), d)
 		})
 }
 
 func (w *workspace) edit(ctx context.Context, path, oldText, newText string, all bool) (*editDetails, error) {
-	p, err := w.resolve("edit", path)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("edit")
+	root, p, err := w.openPath("edit", path)
 	if err != nil {
 		return nil, err
 	}
@@ -415,9 +409,9 @@ func (w *workspace) edit(ctx context.Context, path, oldText, newText string, all
 	}
 	switch {
 	case n == 0:
-		return nil, fmt.Errorf("edit: oldText was not found in %s (it must match exactly, including whitespace and indentation)", p.show)
+		return nil, fmt.Errorf("edit: oldText was not found in %s (it must match exactly, including whitespace and indentation)", p.Show)
 	case n > 1 && !all:
-		return nil, fmt.Errorf("edit: oldText occurs %d times in %s (at lines %s); include more surrounding text to make it unique, or set replaceAll", n, p.show, matchLines(old, oldText, 10))
+		return nil, fmt.Errorf("edit: oldText occurs %d times in %s (at lines %s); include more surrounding text to make it unique, or set replaceAll", n, p.Show, matchLines(old, oldText, 10))
 	}
 	var updated string
 	if all {
@@ -426,16 +420,16 @@ func (w *workspace) edit(ctx context.Context, path, oldText, newText string, all
 		updated = strings.Replace(old, oldText, newText, 1)
 	}
 	if len(updated) > maxFileBytes {
-		return nil, fmt.Errorf("edit: the edited %s would be %d bytes (limit %d)", p.show, len(updated), maxFileBytes)
+		return nil, fmt.Errorf("edit: the edited %s would be %d bytes (limit %d)", p.Show, len(updated), maxFileBytes)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := writeAtomic(root, p.rel, []byte(updated), fi.Mode().Perm()); err != nil {
-		return nil, pathErr("edit", p.show, err)
+	if err := writeAtomic(root, p.Rel, []byte(updated), fi.Mode().Perm()); err != nil {
+		return nil, pathErr("edit", p.Show, err)
 	}
-	diff, _ := unifiedDiff(p.show, p.show, old, updated, maxDiffBytes)
-	return &editDetails{Path: p.show, Replacements: n, Diff: diff}, nil
+	diff, _ := unifiedDiff(p.Show, p.Show, old, updated, maxDiffBytes)
+	return &editDetails{Path: p.Show, Replacements: n, Diff: diff}, nil
 }
 
 // matchLines lists the 1-based lines where sub starts in s, at most max of them.
@@ -522,50 +516,37 @@ type lsDetails struct {
 }
 
 func lsTool(ws *workspace) *api.Tool {
-	return typedTool("ls", "List directory",
+	return nativetool.Rendered(coreSpec("ls", "List directory",
 		"List a workspace directory, sorted by name, with each entry's type and size. Names starting with a dot are hidden unless all is set.",
-		lsInput, lsOutput, true,
-		func(ctx context.Context, in *lsArgs) (*api.Result, error) {
-			if in.Path == "" {
-				in.Path = "."
-			}
-			d, err := ws.ls(ctx, in.Path, in.All)
-			if err != nil {
-				return nil, err
-			}
-			return result(lsText(d), d)
-		})
+		lsInput, lsOutput, true),
+		ws.ls, lsText)
 }
 
-func (w *workspace) ls(ctx context.Context, path string, all bool) (*lsDetails, error) {
-	p, err := w.resolve("ls", path)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("ls")
+func (w *workspace) ls(ctx context.Context, in *lsArgs) (*lsDetails, error) {
+	root, p, err := w.openPath("ls", in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	f, err := root.Open(p.rel)
+	f, err := root.Open(p.Rel)
 	if err != nil {
-		return nil, pathErr("ls", p.show, err)
+		return nil, pathErr("ls", p.Show, err)
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil {
-		return nil, pathErr("ls", p.show, err)
+		return nil, pathErr("ls", p.Show, err)
 	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("ls: %s is not a directory", p.show)
+		return nil, fmt.Errorf("ls: %s is not a directory", p.Show)
 	}
 	entries, more, err := readDirBounded(ctx, f, lsMaxScan)
 	if err != nil {
-		return nil, pathErr("ls", p.show, err)
+		return nil, pathErr("ls", p.Show, err)
 	}
-	if !all {
+	if !in.All {
 		entries = slices.DeleteFunc(entries, func(e fs.DirEntry) bool { return strings.HasPrefix(e.Name(), ".") })
 	}
 	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	d := &lsDetails{Path: p.show, Entries: []lsEntry{}, Truncated: more}
+	d := &lsDetails{Path: p.Show, Entries: []lsEntry{}, Truncated: more}
 	if len(entries) > lsMaxEntries {
 		entries, d.Truncated = entries[:lsMaxEntries], true
 	}

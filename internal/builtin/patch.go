@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -567,7 +568,7 @@ func clip(s string, n int) string {
 // a patch written with LF applies to a CRLF file (and the other way round), and a file whose
 // last line has no newline matches a patch that forgot to say so, keeping the file's style.
 func applyHunks(ctx context.Context, content string, hunks []hunk) (string, error) {
-	lines := splitLines(content)
+	lines := slices.Collect(strings.Lines(content))
 	hunks = adaptLineEndings(content, hunks)
 	noEOL := content != "" && !strings.HasSuffix(content, "\n")
 	var out []string

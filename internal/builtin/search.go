@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,9 +12,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/confine"
+	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 const (
@@ -303,6 +304,24 @@ func walk(ctx context.Context, root *os.Root, start string, fn walkFunc) (trunca
 	return truncated, err
 }
 
+// walkMatching walks the tree below start like walk, but hands fn only the entries that are
+// not directories and match g (all of them when g is nil), and skips the directories below
+// which nothing can match.
+func walkMatching(ctx context.Context, root *os.Root, start string, g *globMatcher, fn walkFunc) (truncated bool, err error) {
+	return walk(ctx, root, start, func(rel string, e fs.DirEntry) error {
+		if e.IsDir() {
+			if g != nil && !g.descend(rel) {
+				return errSkipDir
+			}
+			return nil
+		}
+		if g != nil && !g.match(rel) {
+			return nil
+		}
+		return fn(rel, e)
+	})
+}
+
 // ---- find ----
 
 const findInput = `{
@@ -345,12 +364,9 @@ func findTool(ws *workspace) *api.Tool {
 			if in.Pattern == "" {
 				return nil, errors.New("find: pattern is required")
 			}
-			limit, err := intArg("find", "limit", in.Limit, 1000, 1, 10000)
+			limit, err := nativetool.IntArg("find", "limit", in.Limit, 1000, 1, 10000)
 			if err != nil {
 				return nil, err
-			}
-			if in.Path == "" {
-				in.Path = "."
 			}
 			d, err := ws.find(ctx, in.Pattern, in.Path, limit)
 			if err != nil {
@@ -363,7 +379,7 @@ func findTool(ws *workspace) *api.Tool {
 			if d.Truncated {
 				text += "\n[results truncated]"
 			}
-			return result(text, d)
+			return nativetool.Result(text, d)
 		})
 }
 
@@ -372,11 +388,7 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 	if err != nil {
 		return nil, fmt.Errorf("find: %v", err)
 	}
-	p, err := w.resolve("find", dir)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("find")
+	root, p, err := w.openPath("find", dir)
 	if err != nil {
 		return nil, err
 	}
@@ -385,21 +397,12 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 		return nil, err
 	}
 	d := &findDetails{Matches: []string{}}
-	truncated, err := walk(ctx, root, p.rel, func(rel string, e fs.DirEntry) error {
-		if e.IsDir() {
-			if !g.descend(rel) {
-				return errSkipDir
-			}
-			return nil
-		}
-		if !g.match(rel) {
-			return nil
-		}
+	truncated, err := walkMatching(ctx, root, p.Rel, g, func(rel string, _ fs.DirEntry) error {
 		if len(d.Matches) == limit {
 			d.Truncated = true
 			return errStopWalk
 		}
-		d.Matches = append(d.Matches, joinShow(p.show, rel))
+		d.Matches = append(d.Matches, joinShow(p.Show, rel))
 		return nil
 	})
 	if err != nil {
@@ -410,13 +413,13 @@ func (w *workspace) find(ctx context.Context, pattern, dir string, limit int) (*
 }
 
 // requireDir checks that p is a directory.
-func requireDir(tool string, root *os.Root, p wsPath) error {
-	fi, err := root.Stat(p.rel)
+func requireDir(tool string, root *os.Root, p confine.Path) error {
+	fi, err := root.Stat(p.Rel)
 	if err != nil {
-		return pathErr(tool, p.show, err)
+		return pathErr(tool, p.Show, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("%s: %s is not a directory", tool, p.show)
+		return fmt.Errorf("%s: %s is not a directory", tool, p.Show)
 	}
 	return nil
 }
@@ -485,12 +488,9 @@ func grepTool(ws *workspace) *api.Tool {
 			if in.Pattern == "" {
 				return nil, errors.New("grep: pattern is required")
 			}
-			limit, err := intArg("grep", "limit", in.Limit, 100, 1, 2000)
+			limit, err := nativetool.IntArg("grep", "limit", in.Limit, 100, 1, 2000)
 			if err != nil {
 				return nil, err
-			}
-			if in.Path == "" {
-				in.Path = "."
 			}
 			d, err := ws.grep(ctx, in, limit)
 			if err != nil {
@@ -506,7 +506,7 @@ func grepTool(ws *workspace) *api.Tool {
 			if d.Truncated {
 				b.WriteString("[results truncated]\n")
 			}
-			return result(b.String(), d)
+			return nativetool.Result(b.String(), d)
 		})
 }
 
@@ -536,18 +536,14 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 			return nil, fmt.Errorf("grep: glob: %v", err)
 		}
 	}
-	p, err := w.resolve("grep", in.Path)
-	if err != nil {
-		return nil, err
-	}
-	root, err := w.open("grep")
+	root, p, err := w.openPath("grep", in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer root.Close()
-	fi, err := root.Stat(p.rel)
+	fi, err := root.Stat(p.Rel)
 	if err != nil {
-		return nil, pathErr("grep", p.show, err)
+		return nil, pathErr("grep", p.Show, err)
 	}
 	d := &grepDetails{Matches: []grepMatch{}}
 	search := func(rel, show string) error {
@@ -585,22 +581,16 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 		return nil
 	}
 	if !fi.IsDir() {
-		if err := search(p.rel, p.show); err != nil && err != errStopWalk {
+		if err := search(p.Rel, p.Show); err != nil && err != errStopWalk {
 			return nil, err
 		}
 		return d, nil
 	}
-	truncated, err := walk(ctx, root, p.rel, func(rel string, e fs.DirEntry) error {
-		if e.IsDir() {
-			if g != nil && !g.descend(rel) {
-				return errSkipDir
-			}
+	truncated, err := walkMatching(ctx, root, p.Rel, g, func(rel string, e fs.DirEntry) error {
+		if !e.Type().IsRegular() {
 			return nil
 		}
-		if !e.Type().IsRegular() || (g != nil && !g.match(rel)) {
-			return nil
-		}
-		return search(filepath.Join(p.rel, filepath.FromSlash(rel)), joinShow(p.show, rel))
+		return search(filepath.Join(p.Rel, filepath.FromSlash(rel)), joinShow(p.Show, rel))
 	})
 	if err != nil {
 		return nil, err
@@ -609,26 +599,11 @@ func (w *workspace) grep(ctx context.Context, in *grepArgs, limit int) (*grepDet
 	return d, nil
 }
 
-// readGrepFile reads a regular text file for grep; ok is false for files to skip (unreadable,
-// not regular, too large or binary).
+// readGrepFile reads a regular text file for grep (readSmallFile's checks, at most grepMaxFile
+// bytes); ok is false for files to skip (unreadable, not regular, too large or binary).
 func readGrepFile(root *os.Root, rel string) ([]byte, bool) {
-	if fi, err := root.Stat(rel); err != nil || !fi.Mode().IsRegular() {
-		return nil, false // checked before opening: opening a FIFO would block
-	}
-	f, err := root.Open(rel)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > grepMaxFile {
-		return nil, false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, grepMaxFile+1))
-	if err != nil || len(data) > grepMaxFile || isBinary(data) {
-		return nil, false
-	}
-	return data, true
+	data, _, err := readSmallFile("grep", root, confine.Path{Rel: rel}, grepMaxFile)
+	return data, err == nil
 }
 
 // lineText returns a matching line for the result, cut at grepMaxLineText bytes on a rune
@@ -637,9 +612,5 @@ func lineText(line []byte) string {
 	if len(line) <= grepMaxLineText {
 		return string(line)
 	}
-	cut := grepMaxLineText
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return string(line[:cut]) + "…"
+	return string(textcut.Prefix(line, grepMaxLineText)) + "…"
 }

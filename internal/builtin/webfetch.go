@@ -19,6 +19,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/nativetool"
 	"golang.org/x/text/encoding/htmlindex"
 )
 
@@ -80,24 +81,22 @@ type fetcher struct {
 
 func webFetchTool(cfg config.WebFetch, guard func(netip.AddrPort) error) *api.Tool {
 	f := newFetcher(cfg, guard)
-	return typedTool("web_fetch", "Fetch URL",
+	return nativetool.Rendered(coreSpec("web_fetch", "Fetch URL",
 		"Fetch an http or https URL with GET and return its readable text: HTML is reduced to the page's text (scripts, styles and navigation removed), other text types are returned as is. Private and local network addresses are refused unless the configuration allows them.",
-		webFetchInput, webFetchOutput, true,
-		func(ctx context.Context, in *webFetchArgs) (*api.Result, error) {
-			d, err := f.fetch(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			var b strings.Builder
-			if d.Title != "" {
-				fmt.Fprintf(&b, "Title: %s\n", d.Title)
-			}
-			fmt.Fprintf(&b, "URL: %s\nStatus: %d\n\n%s", d.FinalURL, d.Status, d.Text)
-			if d.Truncated {
-				b.WriteString("\n[truncated]")
-			}
-			return result(b.String(), d)
-		})
+		webFetchInput, webFetchOutput, true),
+		f.fetch, webFetchText)
+}
+
+func webFetchText(d *webFetchDetails) string {
+	var b strings.Builder
+	if d.Title != "" {
+		fmt.Fprintf(&b, "Title: %s\n", d.Title)
+	}
+	fmt.Fprintf(&b, "URL: %s\nStatus: %d\n\n%s", d.FinalURL, d.Status, d.Text)
+	if d.Truncated {
+		b.WriteString("\n[truncated]")
+	}
+	return b.String()
 }
 
 // newFetcher builds the HTTP client. guard, when not nil, replaces the address check (tests

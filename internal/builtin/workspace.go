@@ -10,130 +10,53 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/codemode-go/codemode/internal/confine"
 )
 
-// workspace is the root directory of the file tools.
-type workspace struct {
-	abs  string // the configured root, absolute and clean
-	real string // abs with symlinks resolved; all access goes through an os.Root opened here
-}
+// workspace is the root directory of the file tools. Paths are confined to it by
+// confine.Root.Resolve; all access then goes through an os.Root opened on its resolved path.
+type workspace struct{ confine.Root }
 
 func newWorkspace(dir string) (*workspace, error) {
-	if dir == "" {
-		dir = "."
-	}
-	abs, err := filepath.Abs(dir)
+	r, err := confine.New(dir)
 	if err != nil {
-		return nil, fmt.Errorf("builtin: workspace %q: %v", dir, err)
+		return nil, fmt.Errorf("builtin: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("builtin: workspace %s: %v", abs, err)
-	}
-	fi, err := os.Stat(real)
-	if err != nil {
-		return nil, fmt.Errorf("builtin: workspace %s: %v", abs, err)
-	}
-	if !fi.IsDir() {
-		return nil, fmt.Errorf("builtin: workspace %s is not a directory", abs)
-	}
-	return &workspace{abs: abs, real: real}, nil
+	return &workspace{r}, nil
 }
 
 // open opens the workspace root. Callers close it.
 func (w *workspace) open(tool string) (*os.Root, error) {
-	r, err := os.OpenRoot(w.real)
+	r, err := os.OpenRoot(w.Real)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the workspace is not accessible: %v", tool, errText(err))
+		return nil, fmt.Errorf("%s: the workspace is not accessible: %v", tool, confine.Describe(err))
 	}
 	return r, nil
 }
 
-// wsPath is a path inside the workspace, in two forms.
-type wsPath struct {
-	// show is the path as the caller named it, cleaned and relative to the workspace root with
-	// forward slashes ("." for the root). Results and error messages use it.
-	show string
-	// rel is the path with every symlink of its existing prefix resolved, relative to the
-	// resolved root in OS form ("." for the root). File system calls use it.
-	rel string
-}
-
-// lexical cleans p and makes it relative to the root, refusing paths that leave it without
-// looking at the file system: ".." escapes and absolute paths outside the root.
-func (w *workspace) lexical(tool, p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", fmt.Errorf("%s: path %q contains a NUL byte", tool, p)
-	}
-	if len(p) > 4096 {
-		return "", fmt.Errorf("%s: path is %d bytes long (limit 4096)", tool, len(p))
-	}
-	c := filepath.Clean(p)
-	if filepath.IsAbs(c) {
-		for _, base := range []string{w.abs, w.real} {
-			if rel, ok := within(base, c); ok {
-				return rel, nil
-			}
-		}
-		return "", fmt.Errorf("%s: %s is outside the workspace", tool, p)
-	}
-	if c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s: %s is outside the workspace", tool, p)
-	}
-	return c, nil
-}
-
-// resolve turns a caller's path into a wsPath. The longest existing prefix of the path is
-// resolved with filepath.EvalSymlinks and must stay inside the workspace; the rest (names that
-// do not exist yet) is appended unchanged. A dangling symlink is refused, since what it would
-// create cannot be checked.
-func (w *workspace) resolve(tool, p string) (wsPath, error) {
-	lex, err := w.lexical(tool, p)
+// resolve turns a caller's path into a confine.Path (confine.Root.Resolve), errors prefixed
+// with the tool's name.
+func (w *workspace) resolve(tool, p string) (confine.Path, error) {
+	cp, err := w.Resolve(p)
 	if err != nil {
-		return wsPath{}, err
+		return confine.Path{}, fmt.Errorf("%s: %w", tool, err)
 	}
-	show := filepath.ToSlash(lex)
-	cur := filepath.Join(w.real, lex)
-	var rest []string
-	for {
-		_, err := os.Lstat(cur)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return wsPath{}, pathErr(tool, show, err)
-		}
-		if cur == w.real {
-			return wsPath{}, fmt.Errorf("%s: the workspace %s no longer exists", tool, w.abs)
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = filepath.Dir(cur)
-	}
-	real, err := filepath.EvalSymlinks(cur)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return wsPath{}, fmt.Errorf("%s: %s goes through a symlink whose target does not exist", tool, show)
-		}
-		return wsPath{}, pathErr(tool, show, err)
-	}
-	rel, ok := within(w.real, real)
-	if !ok {
-		return wsPath{}, fmt.Errorf("%s: %s resolves outside the workspace (through a symlink)", tool, show)
-	}
-	for i := len(rest) - 1; i >= 0; i-- {
-		rel = filepath.Join(rel, rest[i])
-	}
-	return wsPath{show: show, rel: rel}, nil
+	return cp, nil
 }
 
-// within returns target relative to base when target is base or below it.
-func within(base, target string) (string, bool) {
-	rel, err := filepath.Rel(base, target)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
+// openPath resolves a caller's path and opens the workspace root for it. Callers close the
+// root.
+func (w *workspace) openPath(tool, p string) (*os.Root, confine.Path, error) {
+	cp, err := w.resolve(tool, p)
+	if err != nil {
+		return nil, confine.Path{}, err
 	}
-	return rel, true
+	root, err := w.open(tool)
+	if err != nil {
+		return nil, confine.Path{}, err
+	}
+	return root, cp, nil
 }
 
 // joinShow joins a shown path and a slash-separated suffix.
@@ -147,91 +70,55 @@ func joinShow(show, suffix string) string {
 	return show + "/" + suffix
 }
 
-// toolError is an error about one path; it wraps the underlying error for errors.Is.
-type toolError struct {
-	msg string
-	err error
-}
-
-func (e *toolError) Error() string { return e.msg }
-func (e *toolError) Unwrap() error { return e.err }
-
-// pathErr describes a file system error about the path shown, without the host path.
+// pathErr describes a file system error about the path shown, without the host path; it
+// wraps err for errors.Is.
 func pathErr(tool, show string, err error) error {
-	return &toolError{msg: tool + ": " + show + ": " + errText(err), err: err}
-}
-
-// errText is a short description of a file system error.
-func errText(err error) string {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "no such file or directory"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission denied"
-	case errors.Is(err, syscall.ENOTDIR):
-		return "not a directory"
-	case errors.Is(err, syscall.EISDIR):
-		return "is a directory"
-	case errors.Is(err, syscall.ELOOP):
-		return "too many levels of symlinks"
-	case strings.Contains(err.Error(), "path escapes from parent"):
-		return "resolves outside the workspace"
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	var le *os.LinkError
-	if errors.As(err, &le) {
-		return le.Err.Error()
-	}
-	return err.Error()
+	return fmt.Errorf("%s: %w", tool, &confine.PathError{Path: show, Err: err})
 }
 
 // statFile returns the file info of an existing regular file, or an error that says why p is
 // not one. exists is false (with a nil error) when nothing is at p.
-func statFile(tool string, root *os.Root, p wsPath) (fi fs.FileInfo, exists bool, err error) {
-	fi, err = root.Stat(p.rel)
+func statFile(tool string, root *os.Root, p confine.Path) (fi fs.FileInfo, exists bool, err error) {
+	fi, err = root.Stat(p.Rel)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, pathErr(tool, p.show, err)
+		return nil, false, pathErr(tool, p.Show, err)
 	}
-	if fi.IsDir() {
-		return nil, true, fmt.Errorf("%s: %s is a directory", tool, p.show)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, true, fmt.Errorf("%s: %s is not a regular file", tool, p.show)
+	if err := checkRegular(tool, p, fi); err != nil {
+		return nil, true, err
 	}
 	return fi, true, nil
 }
 
+// checkRegular says why fi, the file at p, is not a regular file (nil when it is one).
+func checkRegular(tool string, p confine.Path, fi fs.FileInfo) error {
+	if fi.IsDir() {
+		return fmt.Errorf("%s: %s is a directory", tool, p.Show)
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s: %s is not a regular file", tool, p.Show)
+	}
+	return nil
+}
+
 // openRegular opens an existing regular file for reading. The type is checked before the
 // file is opened (opening a FIFO would block) and again on the open file.
-func openRegular(tool string, root *os.Root, p wsPath) (*os.File, fs.FileInfo, error) {
-	check := func(fi fs.FileInfo) error {
-		if fi.IsDir() {
-			return fmt.Errorf("%s: %s is a directory", tool, p.show)
-		}
-		if !fi.Mode().IsRegular() {
-			return fmt.Errorf("%s: %s is not a regular file", tool, p.show)
-		}
-		return nil
-	}
-	fi, err := root.Stat(p.rel)
+func openRegular(tool string, root *os.Root, p confine.Path) (*os.File, fs.FileInfo, error) {
+	fi, err := root.Stat(p.Rel)
 	if err != nil {
-		return nil, nil, pathErr(tool, p.show, err)
+		return nil, nil, pathErr(tool, p.Show, err)
 	}
-	if err := check(fi); err != nil {
+	if err := checkRegular(tool, p, fi); err != nil {
 		return nil, nil, err
 	}
-	f, err := root.Open(p.rel)
+	f, err := root.Open(p.Rel)
 	if err != nil {
-		return nil, nil, pathErr(tool, p.show, err)
+		return nil, nil, pathErr(tool, p.Show, err)
 	}
 	if fi, err = f.Stat(); err == nil {
-		err = check(fi)
+		err = checkRegular(tool, p, fi)
 	}
 	if err != nil {
 		f.Close()
@@ -241,24 +128,24 @@ func openRegular(tool string, root *os.Root, p wsPath) (*os.File, fs.FileInfo, e
 }
 
 // readSmallFile reads an existing regular text file of at most limit bytes.
-func readSmallFile(tool string, root *os.Root, p wsPath, limit int64) ([]byte, fs.FileInfo, error) {
+func readSmallFile(tool string, root *os.Root, p confine.Path, limit int64) ([]byte, fs.FileInfo, error) {
 	f, fi, err := openRegular(tool, root, p)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
 	if fi.Size() > limit {
-		return nil, nil, fmt.Errorf("%s: %s is %d bytes (limit %d)", tool, p.show, fi.Size(), limit)
+		return nil, nil, fmt.Errorf("%s: %s is %d bytes (limit %d)", tool, p.Show, fi.Size(), limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, nil, pathErr(tool, p.show, err)
+		return nil, nil, pathErr(tool, p.Show, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, nil, fmt.Errorf("%s: %s is larger than %d bytes", tool, p.show, limit)
+		return nil, nil, fmt.Errorf("%s: %s is larger than %d bytes", tool, p.Show, limit)
 	}
 	if isBinary(data) {
-		return nil, nil, fmt.Errorf("%s: %s is a binary file", tool, p.show)
+		return nil, nil, fmt.Errorf("%s: %s is a binary file", tool, p.Show)
 	}
 	return data, fi, nil
 }

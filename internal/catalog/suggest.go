@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codemode-go/codemode/internal/jsname"
+	"github.com/codemode-go/codemode/internal/suggest"
 )
 
 // Messages for names a cell reaches for that do not exist: `tools.<name>`, `MCP.<server>`,
@@ -47,10 +50,10 @@ func nearest(got string, cands []candidate, n int) []string {
 			if f == "" {
 				continue
 			}
-			tol := max(1, len(f)/3)
+			tol := suggest.Tolerance(len(f))
 			d := len(g) + len(f) // not computed: the lengths alone are too far apart
 			if abs(len(g)-len(f)) <= tol {
-				d = editDistance(g, f)
+				d = suggest.Distance(g, f)
 			}
 			ok := d <= tol
 			if len(g) >= 4 && (strings.HasPrefix(f, g) || strings.Contains(f, g)) || len(f) >= 4 && strings.Contains(g, f) {
@@ -98,44 +101,7 @@ func foldGuess(guess string) string {
 }
 
 // fold ignores case and the separators that name mappings change (create_issue ↔ createIssue).
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		switch r {
-		case '_', '-', '.', ' ', '$', '/':
-			return -1
-		}
-		return r
-	}, strings.ToLower(s))
-}
-
-// editDistance is the optimal string alignment distance in bytes; long inputs are not compared.
-func editDistance(a, b string) int {
-	const limit = 64
-	if len(a) > limit || len(b) > limit {
-		return max(len(a), len(b))
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
-}
+func fold(s string) string { return suggest.Fold(s, "_-. $/") }
 
 // quote shows a name the cell made up, bounded.
 func quote(s string) string {
@@ -146,27 +112,7 @@ func quote(s string) string {
 }
 
 // member shows obj.name, or obj["name"] when name is not an identifier.
-func member(obj, name string) string {
-	if len(name) <= maxNameInMsg && isIdent(name) {
-		return obj + "." + name
-	}
-	return obj + "[" + quote(name) + "]"
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case i > 0 && r >= '0' && r <= '9':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func member(obj, name string) string { return obj + jsname.Property(name, maxNameInMsg) }
 
 func didYouMean(names []string) string {
 	switch len(names) {

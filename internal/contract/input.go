@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
+	"github.com/codemode-go/codemode/internal/jsname"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -157,16 +157,10 @@ func jsPath(tokens []string) string {
 	var b strings.Builder
 	b.WriteString("input")
 	for _, t := range tokens {
-		if len(t) > 60 {
-			t = t[:60] + "…"
-		}
-		switch {
-		case isIndex(t):
+		if isIndex(t) && len(t) <= 60 {
 			b.WriteString("[" + t + "]")
-		case isIdent(t):
-			b.WriteString("." + t)
-		default:
-			b.WriteString("[" + strconv.Quote(t) + "]")
+		} else {
+			b.WriteString(jsname.Property(t, 60))
 		}
 	}
 	return b.String()
@@ -178,21 +172,6 @@ func isIndex(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func isIdent(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_' || r == '$' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z':
-		case i > 0 && r >= '0' && r <= '9':
-		default:
 			return false
 		}
 	}

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -84,16 +87,10 @@ type blameDetails struct {
 }
 
 func blameTool(p *plugin) *api.Tool {
-	return typedTool("git_blame", "Git blame",
+	return gitTool("git_blame", "Git blame",
 		"For each line of a file (as of a revision, default HEAD), the commit, author and date that last changed it. At most 3000 lines per call; page with startLine.",
 		blameInput, blameOutput,
-		func(ctx context.Context, in *blameArgs) (*api.Result, error) {
-			d, err := p.blame(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(blameText(d), d)
-		})
+		p.blame, blameText)
 }
 
 func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error) {
@@ -101,23 +98,19 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if in.Path == "" {
 		return nil, fmt.Errorf("%s: path is required", tool)
 	}
-	start, err := intArg(tool, "startLine", in.StartLine, 1, 1, 1<<31-1)
+	start, err := nativetool.IntArg(tool, "startLine", in.StartLine, 1, 1, 1<<31-1)
 	if err != nil {
 		return nil, err
 	}
-	end, err := intArg(tool, "endLine", in.EndLine, 0, start, 1<<31-1)
+	end, err := nativetool.IntArg(tool, "endLine", in.EndLine, 0, start, 1<<31-1)
 	if err != nil {
 		return nil, fmt.Errorf("%v (and at least startLine)", err)
 	}
-	r, err := p.open(tool)
+	r, rp, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	rp, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	shown, _ := r.show(rp)
 	if rp == r.scope {
 		return nil, fmt.Errorf("%s: %s is a directory", tool, in.Path)
@@ -134,7 +127,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	if h.IsZero() {
 		return nil, fmt.Errorf("%s: %s does not exist in %s (or is not a text file)", tool, shown, c.Hash.String()[:12])
 	}
-	lines := splitLines(text)
+	lines := slices.Collect(strings.Lines(text))
 	out := &blameDetails{Path: shown, Rev: c.Hash.String(), Lines: []*blameLine{}, TotalLines: len(lines)}
 	if start > len(lines) && start > 1 {
 		return nil, fmt.Errorf("%s: startLine %d is past the end of %s (%d lines)", tool, start, shown, len(lines))
@@ -157,7 +150,7 @@ func (p *plugin) blame(ctx context.Context, in *blameArgs) (*blameDetails, error
 	size := 0
 	for i := start - 1; i < last; i++ {
 		oc := owners[i]
-		t := truncateUTF8(strings.TrimRight(lines[i], "\r\n"), maxLineText)
+		t := textcut.Prefix(strings.TrimRight(lines[i], "\r\n"), maxLineText)
 		if size += len(t) + 120; size > maxBlameText {
 			out.Truncated = true
 			break
@@ -373,18 +366,6 @@ func timeoutUntil(deadline time.Time) time.Duration {
 	return min(diffTimeout, max(time.Until(deadline), 10*time.Millisecond))
 }
 
-// splitLines splits text into lines, each keeping its newline.
-func splitLines(text string) []string {
-	if text == "" {
-		return nil
-	}
-	lines := strings.SplitAfter(text, "\n")
-	if lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	return lines
-}
-
 // blameQueue orders items newest commit first and merges items of the same commit reached
 // through several children.
 type blameQueue struct {
@@ -420,7 +401,7 @@ func blameText(d *blameDetails) string {
 		if len(date) > 10 {
 			date = date[:10]
 		}
-		fmt.Fprintf(&b, "%s (%s %s %5d) %s\n", l.Hash[:8], truncateUTF8(l.Author, 20), date, l.Line, l.Text)
+		fmt.Fprintf(&b, "%s (%s %s %5d) %s\n", l.Hash[:8], textcut.Prefix(l.Author, 20), date, l.Line, l.Text)
 	}
 	if len(d.Lines) == 0 {
 		b.WriteString("(empty file)\n")

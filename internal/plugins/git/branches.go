@@ -69,19 +69,13 @@ type branchesDetails struct {
 }
 
 func branchesTool(p *plugin) *api.Tool {
-	return typedTool("git_branches", "Git branches",
+	return gitTool("git_branches", "Git branches",
 		"Local and remote-tracking branches with their tip commits, the tags, and which branch is checked out.",
 		branchesInput, branchesOutput,
-		func(ctx context.Context, in *branchesArgs) (*api.Result, error) {
-			d, err := p.branches(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return result(branchesText(d), d)
-		})
+		p.branches, branchesText)
 }
 
-func (p *plugin) branches(ctx context.Context) (*branchesDetails, error) {
+func (p *plugin) branches(ctx context.Context, _ *branchesArgs) (*branchesDetails, error) {
 	const tool = "git_branches"
 	r, err := p.open(tool)
 	if err != nil {

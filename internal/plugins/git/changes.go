@@ -106,6 +106,33 @@ func changeName(c *object.Change) string {
 	return c.From.Name
 }
 
+// commitChanges lists what commit c changed against its first parent (everything it holds, for
+// a root commit) under prefix, renames detected.
+func (r *repo) commitChanges(ctx context.Context, c *object.Commit, prefix string) (object.Changes, error) {
+	from, err := parentTree(c)
+	if err != nil {
+		return nil, err
+	}
+	to, err := commitTree(c)
+	if err != nil {
+		return nil, err
+	}
+	return r.treeChanges(ctx, from, to, prefix)
+}
+
+// versionPairs gives the old and new version of each change.
+func (r *repo) versionPairs(changes object.Changes) ([]versionPair, error) {
+	pairs := make([]versionPair, 0, len(changes))
+	for _, c := range changes {
+		from, to, err := r.changeVersions(c)
+		if err != nil {
+			return nil, err
+		}
+		pairs = append(pairs, versionPair{from, to})
+	}
+	return pairs, nil
+}
+
 // commitTree returns a commit's tree.
 func commitTree(c *object.Commit) (*object.Tree, error) {
 	t, err := c.Tree()

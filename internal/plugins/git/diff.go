@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/codemode-go/codemode/api"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/codemode-go/codemode/internal/nativetool"
 )
 
 // Bounds of git_diff and git_show.
@@ -72,36 +72,26 @@ type diffDetails struct {
 }
 
 func diffTool(p *plugin) *api.Tool {
-	return typedTool("git_diff", "Git diff",
+	return gitTool("git_diff", "Git diff",
 		"Changes between two revisions, or between a revision (default HEAD) and the worktree or the index, as per-file patches with line counts; renames are detected and binary files flagged.",
 		diffInput, diffOutput,
-		func(ctx context.Context, in *diffArgs) (*api.Result, error) {
-			d, err := p.diff(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(diffText(d.Files, d.Truncated), d)
-		})
+		p.diff, diffText)
 }
 
 func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	const tool = "git_diff"
-	perFile, err := intArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
+	perFile, err := nativetool.IntArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
 	if err != nil {
 		return nil, err
 	}
 	if in.Staged && in.To != "" {
 		return nil, fmt.Errorf("%s: staged compares with the index; leave out to", tool)
 	}
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	from, err := r.resolve(tool, in.From)
 	if err != nil {
 		return nil, err
@@ -110,8 +100,7 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", tool, err)
 	}
-	out := &diffDetails{From: from.Hash.String(), Files: []*fileChange{}}
-	d := r.newDiffer(ctx, p.opts, true, perFile)
+	out := &diffDetails{From: from.Hash.String()}
 	var pairs []versionPair
 	if in.To != "" {
 		to, err := r.resolve(tool, in.To)
@@ -123,7 +112,11 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", tool, err)
 		}
-		if pairs, err = r.commitPairs(ctx, fromTree, toTree, prefix); err != nil {
+		changes, err := r.treeChanges(ctx, fromTree, toTree, prefix)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", tool, err)
+		}
+		if pairs, err = r.versionPairs(changes); err != nil {
 			return nil, fmt.Errorf("%s: %w", tool, err)
 		}
 	} else {
@@ -135,37 +128,20 @@ func (p *plugin) diff(ctx context.Context, in *diffArgs) (*diffDetails, error) {
 			return nil, fmt.Errorf("%s: %w", tool, err)
 		}
 	}
-	out.Files, out.Truncated, err = p.fileChanges(ctx, d, pairs)
-	if err != nil {
+	d := r.newDiffer(ctx, p.opts, true, perFile)
+	if out.Files, out.Truncated, err = d.files(ctx, pairs, p.opts.MaxFiles); err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return out, nil
 }
 
-// commitPairs lists the file changes between two trees under prefix, renames detected.
-func (r *repo) commitPairs(ctx context.Context, a, b *object.Tree, prefix string) ([]versionPair, error) {
-	changes, err := r.treeChanges(ctx, a, b, prefix)
-	if err != nil {
-		return nil, err
-	}
-	pairs := make([]versionPair, 0, len(changes))
-	for _, c := range changes {
-		from, to, err := r.changeVersions(c)
-		if err != nil {
-			return nil, err
-		}
-		pairs = append(pairs, versionPair{from, to})
-	}
-	return pairs, nil
-}
-
-// fileChanges diffs each pair, at most MaxFiles of them; truncated reports files left out or
-// cut.
-func (p *plugin) fileChanges(ctx context.Context, d *differ, pairs []versionPair) ([]*fileChange, bool, error) {
+// files diffs each pair, listing at most max files; truncated reports files left out or cut.
+// Pairs without any change (a worktree edit undone since it was staged) are left out.
+func (d *differ) files(ctx context.Context, pairs []versionPair, max int) ([]*fileChange, bool, error) {
 	files := []*fileChange{}
 	truncated := false
 	for _, pr := range pairs {
-		if len(files) == p.opts.MaxFiles {
+		if len(files) == max {
 			truncated = true
 			break
 		}
@@ -182,14 +158,16 @@ func (p *plugin) fileChanges(ctx context.Context, d *differ, pairs []versionPair
 	return files, truncated, nil
 }
 
-// diffText renders changed files as a stat listing followed by their patches.
-func diffText(files []*fileChange, truncated bool) string {
+func diffText(d *diffDetails) string { return filesText(d.Files, d.Truncated) }
+
+// filesText renders changed files as a stat listing followed by their patches.
+func filesText(files []*fileChange, truncated bool) string {
 	var b strings.Builder
 	if len(files) == 0 {
 		b.WriteString("(no changes)\n")
 	}
 	for _, f := range files {
-		b.WriteString(statLine(f.Path, f.OldPath, f.Status, f.Additions, f.Deletions, f.Binary, f.Truncated) + "\n")
+		b.WriteString(statLine(&f.statFile, f.Truncated) + "\n")
 	}
 	for _, f := range files {
 		if f.Patch == nil || *f.Patch == "" {

@@ -7,9 +7,10 @@ import (
 	"io"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
@@ -94,7 +95,8 @@ type logCommit struct {
 	Files   []*statFile `json:"files,omitempty"`
 }
 
-// statFile is a fileChange without patch fields.
+// statFile is a changed file with its line counts, as git log --stat lists it; fileChange adds
+// the patch.
 type statFile struct {
 	Path      string `json:"path"`
 	OldPath   string `json:"oldPath,omitempty"`
@@ -110,25 +112,19 @@ type logDetails struct {
 }
 
 func logTool(p *plugin) *api.Tool {
-	return typedTool("git_log", "Git log",
+	return gitTool("git_log", "Git log",
 		"List commits, newest first, optionally only those touching a path, by an author or since a date; with stat: true each commit lists its changed files with line counts.",
 		logInput, logOutput,
-		func(ctx context.Context, in *logArgs) (*api.Result, error) {
-			d, err := p.log(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(logText(d), d)
-		})
+		p.log, logText)
 }
 
 func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 	const tool = "git_log"
-	limit, err := intArg(tool, "limit", in.Limit, defaultLogLimit, 1, maxLogLimit)
+	limit, err := nativetool.IntArg(tool, "limit", in.Limit, defaultLogLimit, 1, maxLogLimit)
 	if err != nil {
 		return nil, err
 	}
-	skip, err := intArg(tool, "skip", in.Skip, 0, 0, maxScan)
+	skip, err := nativetool.IntArg(tool, "skip", in.Skip, 0, 0, maxScan)
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +135,11 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 		}
 	}
 	author := strings.ToLower(in.Author)
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	start, err := r.resolve(tool, in.Rev)
 	if err != nil {
 		return nil, err
@@ -205,7 +197,7 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 			Subject: subject(c.Message),
 		}
 		if d != nil && c.NumParents() < 2 { // merges list no files, as in git log --stat
-			if lc.Files, err = p.commitStat(ctx, r, d, c, prefix); err != nil {
+			if lc.Files, err = commitStat(ctx, r, d, c, prefix); err != nil {
 				return nil, fmt.Errorf("%s: commit %s: %w", tool, c.Hash, err)
 			}
 		}
@@ -218,32 +210,24 @@ func (p *plugin) log(ctx context.Context, in *logArgs) (*logDetails, error) {
 	return out, nil
 }
 
-// commitStat lists a commit's changed files (against its first parent) under prefix.
-func (p *plugin) commitStat(ctx context.Context, r *repo, d *differ, c *object.Commit, prefix string) ([]*statFile, error) {
-	from, err := parentTree(c)
+// commitStat lists a commit's changed files (against its first parent) under prefix, at most
+// maxLogFiles of them.
+func commitStat(ctx context.Context, r *repo, d *differ, c *object.Commit, prefix string) ([]*statFile, error) {
+	changes, err := r.commitChanges(ctx, c, prefix)
 	if err != nil {
 		return nil, err
 	}
-	to, err := commitTree(c)
+	pairs, err := r.versionPairs(changes[:min(len(changes), maxLogFiles)])
 	if err != nil {
 		return nil, err
 	}
-	changes, err := r.treeChanges(ctx, from, to, prefix)
+	fcs, _, err := d.files(ctx, pairs, maxLogFiles)
 	if err != nil {
 		return nil, err
 	}
-	files := make([]*statFile, 0, min(len(changes), maxLogFiles))
-	for _, ch := range changes[:min(len(changes), maxLogFiles)] {
-		a, b, err := r.changeVersions(ch)
-		if err != nil {
-			return nil, err
-		}
-		fc, err := d.file(ctx, a, b)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, &statFile{Path: fc.Path, OldPath: fc.OldPath, Status: fc.Status,
-			Additions: fc.Additions, Deletions: fc.Deletions, Binary: fc.Binary})
+	files := make([]*statFile, len(fcs))
+	for i, fc := range fcs {
+		files[i] = &fc.statFile
 	}
 	return files, nil
 }
@@ -305,29 +289,18 @@ func parseSince(s string) (time.Time, error) {
 // subject is the first line of a commit message, bounded.
 func subject(msg string) string {
 	s, _, _ := strings.Cut(strings.TrimLeft(msg, "\n"), "\n")
-	return truncateUTF8(strings.TrimRight(s, "\r "), maxSubjectBytes)
+	return textcut.Prefix(strings.TrimRight(s, "\r "), maxSubjectBytes)
 }
 
 // ident bounds a name or email from a commit: a hostile repository may make them huge.
-func ident(s string) string { return truncateUTF8(s, maxIdentBytes) }
-
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+func ident(s string) string { return textcut.Prefix(s, maxIdentBytes) }
 
 func logText(d *logDetails) string {
 	var b strings.Builder
 	for _, c := range d.Commits {
 		fmt.Fprintf(&b, "%s %s %s  %s\n", c.Hash[:12], c.Date[:10], c.Author, c.Subject)
 		for _, f := range c.Files {
-			b.WriteString("    " + statLine(f.Path, f.OldPath, f.Status, f.Additions, f.Deletions, f.Binary, false) + "\n")
+			b.WriteString("    " + statLine(f, false) + "\n")
 		}
 	}
 	switch {
@@ -339,18 +312,19 @@ func logText(d *logDetails) string {
 	return b.String()
 }
 
-// statLine is one file of a stat listing: `M path (+3 -1)`.
-func statLine(path, oldPath, status string, add, del int, binary, truncated bool) string {
-	letter := map[string]string{statusAdded: "A", statusModified: "M", statusDeleted: "D", statusRenamed: "R"}[status]
-	name := path
-	if oldPath != "" {
-		name = oldPath + " → " + path
+// statLine is one file of a stat listing: `M path (+3 -1)`. truncated: the file was too large
+// to diff.
+func statLine(f *statFile, truncated bool) string {
+	letter := map[string]string{statusAdded: "A", statusModified: "M", statusDeleted: "D", statusRenamed: "R"}[f.Status]
+	name := f.Path
+	if f.OldPath != "" {
+		name = f.OldPath + " → " + f.Path
 	}
 	switch {
-	case binary:
+	case f.Binary:
 		return fmt.Sprintf("%s %s (binary)", letter, name)
-	case truncated && add == 0 && del == 0:
+	case truncated && f.Additions == 0 && f.Deletions == 0:
 		return fmt.Sprintf("%s %s (too large to diff)", letter, name)
 	}
-	return fmt.Sprintf("%s %s (+%d -%d)", letter, name, add, del)
+	return fmt.Sprintf("%s %s (+%d -%d)", letter, name, f.Additions, f.Deletions)
 }

@@ -90,13 +90,8 @@ func (r *repo) changeVersions(c *object.Change) (from, to *version, err error) {
 
 // fileChange is one changed file of a diff, show or log --stat result.
 type fileChange struct {
-	Path      string  `json:"path"`
-	OldPath   string  `json:"oldPath,omitempty"`
-	Status    string  `json:"status"`
-	Additions int     `json:"additions"`
-	Deletions int     `json:"deletions"`
-	Binary    bool    `json:"binary"`
-	Patch     *string `json:"patch,omitempty"`
+	statFile
+	Patch *string `json:"patch,omitempty"`
 	// Truncated: the file was too large to diff, or its patch was cut.
 	Truncated bool `json:"truncated"`
 }

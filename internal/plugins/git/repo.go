@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codemode-go/codemode/internal/confine"
 	"github.com/go-git/go-billy/v5"
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
@@ -29,7 +30,6 @@ const (
 	// objectCacheBytes is each call's object cache (go-git's storage is not safe for
 	// concurrent use, so every call opens its own).
 	objectCacheBytes = 32 << 20
-	maxPathBytes     = 4096
 	maxRevBytes      = 256
 )
 
@@ -69,22 +69,12 @@ func (p *plugin) locate() (*layout, error) {
 }
 
 func findLayout(ws string) (*layout, error) {
-	if ws == "" {
-		ws = "."
-	}
-	abs, err := filepath.Abs(ws)
+	root, err := confine.New(ws)
 	if err != nil {
-		return nil, fmt.Errorf("git: workspace %q: %v", ws, err)
+		return nil, fmt.Errorf("git: %w", err)
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, fmt.Errorf("git: workspace %s: %v", abs, errText(err))
-	}
-	if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("git: workspace %s is not a directory", abs)
-	}
-	lay := &layout{wsAbs: abs, wsReal: real}
-	for dir := real; ; {
+	lay := &layout{wsAbs: root.Abs, wsReal: root.Real}
+	for dir := root.Real; ; {
 		fi, err := os.Lstat(filepath.Join(dir, ".git"))
 		if err == nil {
 			lay.worktree = dir
@@ -94,15 +84,15 @@ func findLayout(ws string) (*layout, error) {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("git: %s: %v", filepath.Join(dir, ".git"), errText(err))
+			return nil, fmt.Errorf("git: %s: %v", filepath.Join(dir, ".git"), confine.Describe(err))
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return nil, &notRepoError{ws: abs}
+			return nil, &notRepoError{ws: root.Abs}
 		}
 		dir = parent
 	}
-	rel, err := filepath.Rel(lay.worktree, real)
+	rel, err := filepath.Rel(lay.worktree, root.Real)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +134,7 @@ func (l *layout) readDotGit(dotGit string, fi fs.FileInfo) error {
 	}
 	real, err := filepath.EvalSymlinks(l.gitDir)
 	if err != nil {
-		return fmt.Errorf("git: git directory %s: %v", l.gitDir, errText(err))
+		return fmt.Errorf("git: git directory %s: %v", l.gitDir, confine.Describe(err))
 	}
 	l.gitDir = real
 	b, err := readSmall(filepath.Join(l.gitDir, "commondir"), 4096)
@@ -158,7 +148,7 @@ func (l *layout) readDotGit(dotGit string, fi fs.FileInfo) error {
 			common = filepath.Join(l.gitDir, common)
 		}
 		if l.common, err = filepath.EvalSymlinks(common); err != nil {
-			return fmt.Errorf("git: common git directory %s: %v", common, errText(err))
+			return fmt.Errorf("git: common git directory %s: %v", common, confine.Describe(err))
 		}
 	}
 	return nil
@@ -221,55 +211,36 @@ func (p *plugin) open(tool string) (*repo, error) {
 	return r, nil
 }
 
+// openPath opens the repository for a call of tool and turns the call's path into a
+// repository path (repoPath). Callers close the repository.
+func (p *plugin) openPath(tool, name string) (*repo, string, error) {
+	r, err := p.open(tool)
+	if err != nil {
+		return nil, "", err
+	}
+	rp, err := r.repoPath(tool, name)
+	if err != nil {
+		r.close()
+		return nil, "", err
+	}
+	return r, rp, nil
+}
+
 // repoPath turns a caller's path (relative to the workspace, or absolute inside it) into a
 // slash-separated path relative to the worktree root ("" for the whole repository). It
 // refuses `..` escapes, absolute paths outside the workspace, and paths whose existing prefix
-// resolves through a symlink to a place outside the workspace.
+// resolves through a symlink to a place outside the workspace (confine.Root.Check: the path
+// need not exist in the worktree, only in history). The path is a tree path, as in git: a
+// symlink inside the workspace is not resolved.
 func (l *layout) repoPath(tool, p string) (string, error) {
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", fmt.Errorf("%s: path %q contains a NUL byte", tool, p)
-	}
-	if len(p) > maxPathBytes {
-		return "", fmt.Errorf("%s: path is %d bytes long (limit %d)", tool, len(p), maxPathBytes)
-	}
-	c := filepath.Clean(p)
-	if filepath.IsAbs(c) {
-		rel, ok := "", false
-		for _, base := range []string{l.wsAbs, l.wsReal} {
-			if rel, ok = within(base, c); ok {
-				break
-			}
-		}
-		if !ok {
-			return "", fmt.Errorf("%s: %s is outside the workspace", tool, p)
-		}
-		c = rel
-	}
-	if c == ".." || strings.HasPrefix(c, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%s: %s is outside the workspace", tool, p)
-	}
-	// The longest existing prefix must resolve inside the workspace.
-	cur := filepath.Join(l.wsReal, c)
-	for {
-		if _, err := os.Lstat(cur); err == nil {
-			break
-		}
-		if cur == l.wsReal {
-			break
-		}
-		cur = filepath.Dir(cur)
-	}
-	real, err := filepath.EvalSymlinks(cur)
+	cp, err := confine.Root{Abs: l.wsAbs, Real: l.wsReal}.Check(p)
 	if err != nil {
-		return "", fmt.Errorf("%s: %s: %v", tool, filepath.ToSlash(c), errText(err))
+		return "", fmt.Errorf("%s: %w", tool, err)
 	}
-	if _, ok := within(l.wsReal, real); !ok {
-		return "", fmt.Errorf("%s: %s resolves outside the workspace (through a symlink)", tool, filepath.ToSlash(c))
-	}
-	if c == "." {
+	if cp.Show == "." {
 		return l.scope, nil
 	}
-	return path.Join(l.scope, filepath.ToSlash(c)), nil
+	return path.Join(l.scope, cp.Show), nil
 }
 
 // show turns a repository path into the path shown to the caller (relative to the workspace);
@@ -285,30 +256,6 @@ func (l *layout) show(repoPath string) (string, bool) {
 // inScope reports whether a repository path lies under prefix ("" matches everything).
 func inScope(prefix, p string) bool {
 	return prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/")
-}
-
-// within returns target relative to base when target is base or below it.
-func within(base, target string) (string, bool) {
-	rel, err := filepath.Rel(base, target)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return rel, true
-}
-
-// errText is a short description of a file system error, without host paths.
-func errText(err error) string {
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return "no such file or directory"
-	case errors.Is(err, fs.ErrPermission):
-		return "permission denied"
-	}
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err.Error()
-	}
-	return err.Error()
 }
 
 // resolve turns a revision (hash, short hash, branch or tag name, HEAD~n, …) into a commit.

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/nativetool"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 const maxMessageBytes = 64 << 10
@@ -54,33 +56,23 @@ type showDetails struct {
 }
 
 func showTool(p *plugin) *api.Tool {
-	return typedTool("git_show", "Git show",
+	return gitTool("git_show", "Git show",
 		"One commit: author, date, full message and its changes (against the first parent for a merge) as per-file patches with line counts.",
 		showInput, showOutput,
-		func(ctx context.Context, in *showArgs) (*api.Result, error) {
-			d, err := p.show(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(showText(d), d)
-		})
+		p.show, showText)
 }
 
 func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 	const tool = "git_show"
-	perFile, err := intArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
+	perFile, err := nativetool.IntArg(tool, "maxBytes", in.MaxBytes, defaultPatchBytes, 256, maxPatchBytesArg)
 	if err != nil {
 		return nil, err
 	}
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	c, err := r.resolve(tool, in.Rev)
 	if err != nil {
 		return nil, err
@@ -89,26 +81,22 @@ func (p *plugin) show(ctx context.Context, in *showArgs) (*showDetails, error) {
 		Hash:    c.Hash.String(),
 		Author:  ident(c.Author.Name),
 		Date:    c.Author.When.Format(time.RFC3339),
-		Message: truncateUTF8(strings.Trim(c.Message, "\n"), maxMessageBytes),
+		Message: textcut.Prefix(strings.Trim(c.Message, "\n"), maxMessageBytes),
 		email:   ident(c.Author.Email),
 	}
 	for _, h := range c.ParentHashes {
 		out.parents = append(out.parents, h.String())
 	}
-	from, err := parentTree(c)
+	changes, err := r.commitChanges(ctx, c, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", tool, err)
+		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
-	to, err := commitTree(c)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %v", tool, err)
-	}
-	pairs, err := r.commitPairs(ctx, from, to, prefix)
+	pairs, err := r.versionPairs(changes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	d := r.newDiffer(ctx, p.opts, true, perFile)
-	if out.Files, out.Truncated, err = p.fileChanges(ctx, d, pairs); err != nil {
+	if out.Files, out.Truncated, err = d.files(ctx, pairs, p.opts.MaxFiles); err != nil {
 		return nil, fmt.Errorf("%s: %w", tool, err)
 	}
 	return out, nil
@@ -122,6 +110,6 @@ func showText(d *showDetails) string {
 	}
 	fmt.Fprintf(&b, "Author: %s <%s>\nDate:   %s\n\n    %s\n\n", d.Author, d.email, d.Date,
 		strings.ReplaceAll(d.Message, "\n", "\n    "))
-	b.WriteString(diffText(d.Files, d.Truncated))
+	b.WriteString(filesText(d.Files, d.Truncated))
 	return b.String()
 }

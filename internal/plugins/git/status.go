@@ -53,29 +53,19 @@ type statusDetails struct {
 }
 
 func statusTool(p *plugin) *api.Tool {
-	return typedTool("git_status", "Git status",
+	return gitTool("git_status", "Git status",
 		"The checked-out branch and HEAD, and the files that are staged, changed in the worktree or untracked (ignored files are left out).",
 		statusInput, statusOutput,
-		func(ctx context.Context, in *statusArgs) (*api.Result, error) {
-			d, err := p.status(ctx, in)
-			if err != nil {
-				return nil, err
-			}
-			return result(statusText(d), d)
-		})
+		p.status, statusText)
 }
 
 func (p *plugin) status(ctx context.Context, in *statusArgs) (*statusDetails, error) {
 	const tool = "git_status"
-	r, err := p.open(tool)
+	r, prefix, err := p.openPath(tool, in.Path)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	prefix, err := r.repoPath(tool, in.Path)
-	if err != nil {
-		return nil, err
-	}
 	out := &statusDetails{Staged: []*statusChange{}, Unstaged: []*statusChange{}, Untracked: []string{}}
 	var tree *object.Tree
 	head, err := r.r.Head()

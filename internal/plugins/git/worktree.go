@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/codemode-go/codemode/internal/confine"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
@@ -118,7 +119,7 @@ func (r *repo) indexVersion(e *index.Entry) (*version, error) {
 func (r *repo) worktreeVersion(p string) (*version, error) {
 	fi, err := r.wt.Lstat(p)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %v", p, errText(err))
+		return nil, fmt.Errorf("%s: %v", p, confine.Describe(err))
 	}
 	mode, err := filemode.NewFromOSFileMode(fi.Mode())
 	if err != nil {
@@ -128,7 +129,7 @@ func (r *repo) worktreeVersion(p string) (*version, error) {
 	if fi.Mode()&os.ModeSymlink != 0 {
 		target, err := r.wt.Readlink(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %v", p, errText(err))
+			return nil, fmt.Errorf("%s: %v", p, confine.Describe(err))
 		}
 		v.size = int64(len(target))
 		v.read = func(int64) ([]byte, error) { return []byte(target), nil }
