@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	dym "github.com/codemode-go/codemode/internal/suggest"
+)
 
 // suggest returns the known name closest to got, or "" if none is close enough to be a likely
 // typo. Case, '_' and '-' are ignored ("timeout_ms" → "timeoutMs"), one edit per three characters
@@ -8,12 +12,12 @@ import "strings"
 // its completion ("memoryLimit" → "memoryLimitBytes"), and a long name matches an extension of
 // itself ("compileCacheDirectory" → "compileCacheDir").
 func suggest(got string, known []string) string {
-	g := fold(got)
+	g := dym.Fold(got, "_-")
 	best, bestDist := "", -1
 	for _, k := range known {
-		n := fold(k)
-		d := editDistance(g, n)
-		ok := d <= max(1, len(n)/3)
+		n := dym.Fold(k, "_-")
+		d := dym.Distance(g, n)
+		ok := d <= dym.Tolerance(len(n))
 		if len(g) >= 4 && strings.HasPrefix(n, g) || len(n) >= 8 && strings.HasPrefix(g, n) {
 			ok = true
 		}
@@ -22,44 +26,4 @@ func suggest(got string, known []string) string {
 		}
 	}
 	return best
-}
-
-func fold(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '_' || r == '-' {
-			return -1
-		}
-		return r
-	}, strings.ToLower(s))
-}
-
-// editDistance is the optimal string alignment distance (Levenshtein plus adjacent
-// transpositions) in bytes. Inputs are short config keys, so quadratic is fine; overly long
-// inputs are not worth comparing.
-func editDistance(a, b string) int {
-	const limit = 64
-	if len(a) > limit || len(b) > limit {
-		return max(len(a), len(b))
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/procgroup"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
@@ -183,7 +184,7 @@ func commandTool(d clientToolDef, procs *clientPrograms) *api.Tool {
 			stderr.keep.max = clientToolMaxStderr
 			cmd.Stdout, cmd.Stderr = &stdout, stderr
 			cmd.WaitDelay = clientToolWaitDelay
-			killGroupOnCancel(cmd)
+			procgroup.KillOnCancel(cmd) // what the program started dies with it
 			if c.Update != nil {
 				// A nested call with a trajectory listening (the runtime gives direct calls no
 				// Update): the runtime records it after we return.

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/codemode-go/codemode/internal/jsname"
 )
 
 // DTSTool is one MCP tool to declare.
@@ -461,7 +463,7 @@ func (d *dtsWriter) doc(t *DTSTool, params *Schema, paramDoc int, withOutput boo
 			}
 			d.docLine()
 			r.w("@param ")
-			if isIdentName(p.name) {
+			if jsname.IsIdent(p.name) {
 				r.w(p.name)
 			} else {
 				d.quotedInComment(p.name)

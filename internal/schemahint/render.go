@@ -3,6 +3,8 @@ package schemahint
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/codemode-go/codemode/internal/jsname"
 )
 
 // render.go holds the one type renderer behind every output of this package:
@@ -95,7 +97,7 @@ func (r *renderer) quoted(s string) {
 }
 
 func (r *renderer) propName(name string) {
-	if isIdentName(name) {
+	if jsname.IsIdent(name) {
 		r.w(name)
 		return
 	}

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/codemode-go/codemode/internal/jsname"
 )
 
 // This file holds everything that turns untrusted text (property names, enum
@@ -77,25 +79,6 @@ func appendU16(b []byte, r rune) []byte {
 
 func quote(s string) string { return string(appendQuoted(nil, s)) }
 
-// isIdentName reports whether s can be written unquoted as a property name:
-// an ASCII JavaScript identifier (reserved words are fine as property names).
-// Non-ASCII names are quoted on purpose: they may hide confusable characters.
-func isIdentName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '_' || c == '$' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z'):
-		case '0' <= c && c <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // reservedWords cannot name a declared function or namespace.
 var reservedWords = map[string]bool{
 	"break": true, "case": true, "catch": true, "class": true, "const": true, "continue": true,
@@ -114,7 +97,7 @@ var reservedWords = map[string]bool{
 // reserved word. Callers that map MCP server and tool names to JS names
 // (MCP.<server>.<tool>) should only produce names for which this holds.
 func IsIdentifier(name string) bool {
-	return isIdentName(name) && !reservedWords[name]
+	return jsname.IsIdent(name) && !reservedWords[name]
 }
 
 // declName returns name when it is declarable, else a deterministic

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/codemode-go/codemode/internal/jsname"
 )
 
 func TestCleanDoc(t *testing.T) {
@@ -90,7 +92,7 @@ func TestIdentifiers(t *testing.T) {
 			t.Errorf("declName(%q) = %q, want %q", in, got, want)
 		}
 	}
-	if isIdentName("default") != true || isIdentName("a-b") {
+	if jsname.IsIdent("default") != true || jsname.IsIdent("a-b") {
 		t.Error("isIdentName")
 	}
 }

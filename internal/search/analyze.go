@@ -29,18 +29,6 @@ const (
 	maxQueryBytes = 1024
 )
 
-// truncateUTF8 returns the longest prefix of s of at most n bytes that does not
-// split a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // splitWords splits s into lowercase words. Anything that is not a letter or a
 // digit separates words (spaces, punctuation, '_', '-', '.', '/', ':' …). Inside
 // a run of letters and digits, identifiers are split at case changes: camelCase

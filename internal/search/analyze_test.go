@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 func TestSplitWords(t *testing.T) {
@@ -120,9 +122,9 @@ func TestNormKey(t *testing.T) {
 func TestTruncateUTF8(t *testing.T) {
 	s := strings.Repeat("é", 10) // 20 bytes
 	for n := 0; n <= 21; n++ {
-		got := truncateUTF8(s, n)
+		got := textcut.Prefix(s, n)
 		if len(got) > n || len(got)%2 != 0 {
-			t.Errorf("truncateUTF8(n=%d) = %d bytes", n, len(got))
+			t.Errorf("textcut.Prefix(n=%d) = %d bytes", n, len(got))
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 // Doc is one searchable tool.
@@ -118,11 +120,11 @@ func NewIndex(docs []Doc) *Index {
 	fieldWords := make([][numFields][]string, n)
 	for i, d := range docs {
 		texts := [numFields]string{
-			fName:   truncateUTF8(d.Name, maxFieldBytes),
-			fTitle:  truncateUTF8(d.Title, maxFieldBytes),
-			fParams: truncateUTF8(strings.Join(d.Params, " "), maxDescriptionBytes),
-			fDesc:   truncateUTF8(d.Description, maxDescriptionBytes),
-			fGroup:  truncateUTF8(d.Group, maxFieldBytes),
+			fName:   textcut.Prefix(d.Name, maxFieldBytes),
+			fTitle:  textcut.Prefix(d.Title, maxFieldBytes),
+			fParams: textcut.Prefix(strings.Join(d.Params, " "), maxDescriptionBytes),
+			fDesc:   textcut.Prefix(d.Description, maxDescriptionBytes),
+			fGroup:  textcut.Prefix(d.Group, maxFieldBytes),
 			fLead:   leadSentence(d.Description),
 		}
 		for f, text := range texts {
@@ -326,7 +328,7 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 	if limit <= 0 || strings.TrimSpace(query) == "" || len(ix.docs) == 0 {
 		return nil
 	}
-	query = truncateUTF8(query, maxQueryBytes)
+	query = textcut.Prefix(query, maxQueryBytes)
 	s := ix.pool.Get().(*scratch)
 	defer ix.pool.Put(s)
 
@@ -479,7 +481,7 @@ func (ix *Index) expandUnknown(words, terms []string) []string {
 // leadSentence is the description's first sentence (at most 300 bytes), where
 // tools say what they do.
 func leadSentence(desc string) string {
-	desc = strings.TrimSpace(truncateUTF8(desc, 300))
+	desc = strings.TrimSpace(textcut.Prefix(desc, 300))
 	for i := 0; i < len(desc); i++ {
 		if desc[i] == '\n' || (desc[i] == '.' && (i+1 == len(desc) || desc[i+1] == ' ')) {
 			if i >= 15 {
