@@ -131,15 +131,27 @@ func TextResult(text string, details any) (*Result, error) {
 }
 
 // RunContext identifies the agent run a call belongs to and carries its context (A1, E1).
-// Catalog isolation, suspended runs, telemetry and the trajectory are scoped by AgentID,
-// SessionKey, SessionID and RunID; the other fields travel with every hook event, nested call and
-// trajectory record so policies and audits can see who asked, through which channel, with which
-// model.
+// Catalog isolation, suspended runs, telemetry and the trajectory are scoped by Principal,
+// AgentID, SessionKey, SessionID and RunID; the other fields travel with every hook event, nested
+// call and trajectory record so policies and audits can see who asked, through which channel,
+// with which model.
 type RunContext struct {
-	AgentID    string `json:"agentId,omitempty"`
+	// Principal is the authenticated identity the run acts for: the name of a gateway's token
+	// or OAuth principal ("" when nobody authenticated, as in a library or CLI run). A suspended
+	// run can be continued only under the same principal, and per-principal limits count by it.
+	Principal string `json:"principal,omitempty"`
+	// AgentID names the agent (a gateway uses "mcp").
+	AgentID string `json:"agentId,omitempty"`
+	// SessionKey is the conversation the run belongs to: the scope of its suspended runs, its
+	// telemetry counters and the per-session limits. Ending the session (Runtime.EndSession)
+	// drops them.
 	SessionKey string `json:"sessionKey,omitempty"`
-	SessionID  string `json:"sessionId,omitempty"`
-	RunID      string `json:"runId,omitempty"`
+	// SessionID identifies one connection or process of that conversation, when the embedder
+	// distinguishes them; it must match for a wait, like SessionKey.
+	SessionID string `json:"sessionId,omitempty"`
+	// RunID identifies one agent run (one user turn and its tool calls) within the session; a
+	// wait from another run of the same session is refused when both ids are known.
+	RunID string `json:"runId,omitempty"`
 	// Model and Provider name the model the run talks to ("gpt-4.1", "openai").
 	Model    string `json:"model,omitempty"`
 	Provider string `json:"provider,omitempty"`

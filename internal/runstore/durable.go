@@ -181,10 +181,10 @@ func CheckDuration(what string, d time.Duration) error {
 	return nil
 }
 
-// CheckScope applies W3's rule to a caller's scope against a run's stored scope: agent, session
-// key and session id must match; run ids must match when both are known.
+// CheckScope applies W3's rule to a caller's scope against a run's stored scope: principal,
+// agent, session key and session id must match; run ids must match when both are known.
 func CheckScope(stored, caller api.RunContext) error {
-	if stored.AgentID != caller.AgentID || stored.SessionKey != caller.SessionKey || stored.SessionID != caller.SessionID {
+	if stored.Principal != caller.Principal || stored.AgentID != caller.AgentID || stored.SessionKey != caller.SessionKey || stored.SessionID != caller.SessionID {
 		return ErrWrongSession
 	}
 	if stored.RunID != "" && caller.RunID != "" && stored.RunID != caller.RunID {

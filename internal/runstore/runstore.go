@@ -175,7 +175,7 @@ func (s *Store) lookupLocked(id string, scope api.RunContext) (*Entry, error) {
 		}
 		return nil, ErrUnavailable
 	}
-	if scope.SessionKey != e.Scope.SessionKey || scope.SessionID != e.Scope.SessionID || scope.AgentID != e.Scope.AgentID {
+	if CheckScope(e.Scope, scope) == ErrWrongSession {
 		return nil, ErrWrongSession
 	}
 	if e.Scope.RunID != "" && scope.RunID != "" && scope.RunID != e.Scope.RunID {
