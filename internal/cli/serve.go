@@ -25,17 +25,23 @@ import (
 
 // runServe runs the MCP gateway: on stdin/stdout by default, or streamable HTTP with --http.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("serve", stderr)
-	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
-	addr := fs.String("http", "", "serve MCP over streamable HTTP at ADDR/mcp instead of stdio: PORT (loopback), HOST:PORT, or :PORT (all interfaces; needs a token)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
+	c := newCommand("serve", "[--config FILE] [--http ADDR]", `
+Runs the MCP gateway: code mode (exec, wait and the direct-only tools) in front of the
+configuration's MCP servers, plugins and built-in tools. By default it speaks MCP on stdin and
+stdout — start it from an MCP client's configuration (command "codemode", args ["serve"]);
+stdout carries nothing but MCP messages, logs go to stderr. With --http it serves streamable
+HTTP at http://ADDR/mcp (with /healthz, /readyz and /metrics): a loopback address needs no
+token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
+	cfgPath := c.fs.String("config", "", "configuration `FILE` (JSON5); default: the embedded default")
+	addr := c.fs.String("http", "", "serve MCP over streamable HTTP at `ADDR`/mcp instead of stdio: PORT (loopback), HOST:PORT, or :PORT (all interfaces; needs a token)")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "codemode serve: unexpected argument %q\n", pos[0])
-		return exitUsage
+		return c.usageError("unexpected argument %q", pos[0])
 	}
+	var err error
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return configError(stderr, err)
