@@ -89,6 +89,9 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	defer srv.Close()
 	if *addr == "" {
 		fmt.Fprintln(stderr, startLine(srv, "MCP on stdio"))
+		if isTerminal(stdin) {
+			fmt.Fprint(stderr, stdioHint)
+		}
 		err := srv.Run(ctx, server.StdioTransport(stdin, stdout))
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "codemode serve:", err)
@@ -209,6 +212,15 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// stdioHint is what a person who started `codemode serve` in a terminal reads next: the server
+// waits for an MCP client on stdin, which is not them.
+const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on stdin/stdout; it waits for an MCP client.
+  Connect one by starting codemode from the client's configuration, for example:
+    {"mcpServers": {"codemode": {"command": "codemode", "args": ["serve"]}}}
+  or serve HTTP instead: codemode serve --http 8765 (then http://127.0.0.1:8765/mcp).
+  To try a cell by hand: codemode exec --code 'return ALL_TOOLS.map(t => t.id)'. Ctrl-D or Ctrl-C stops.
+`
 
 // startLine is the one line on stderr that says what is served and where: the transport, the
 // tool count and each upstream's state.
