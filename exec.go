@@ -99,16 +99,14 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 		case "exec":
 			var in ExecInput
 			if err := decodeStrict(args, &in, "exec"); err != nil {
-				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
-				return CallResult{Exec: &res}
+				return CallResult{Exec: s.refuse(callID, name, args, err)}
 			}
 			res := s.exec(ctx, callID, in, args)
 			return CallResult{Exec: &res}
 		case "wait":
 			var in WaitInput
 			if err := decodeStrict(args, &in, "wait"); err != nil {
-				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
-				return CallResult{Exec: &res}
+				return CallResult{Exec: s.refuse(callID, name, args, err)}
 			}
 			res := s.Wait(ctx, callID, in)
 			return CallResult{Exec: &res}
@@ -119,6 +117,19 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 		return CallResult{Err: err}
 	}
 	return CallResult{Tool: res}
+}
+
+// refuse fails a control call whose arguments do not decode, recording it like any other: the
+// trajectory holds every call the model made.
+func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *api.ExecResult {
+	now := time.Now()
+	res := s.failed(now, api.CodeInvalidInput, err.Error())
+	input := args
+	if !json.Valid(input) {
+		input, _ = json.Marshal(string(args))
+	}
+	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	return &res
 }
 
 // suspendedRun is what the run store keeps between exec and wait.

@@ -166,7 +166,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitUsage
 	}
-	opts := agent.Options{Client: client, Model: *model, System: *system, MaxTurns: *maxTurns}
+	opts := agent.Options{Client: client, Model: *model, System: *system, MaxTurns: *maxTurns, Trajectory: traj}
 	if printer != nil {
 		opts.Progress = printer
 		fmt.Fprintf(stderr, "codemode agent: %s via %s at %s; model sees %s\n", *model, *prov, *baseURL, strings.Join(s.ToolNames(), ", "))
