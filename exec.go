@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -225,6 +226,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	if err != nil {
 		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
+	prog.OfferTypeScript = slices.Contains(rt.cm.Languages, source.TypeScript)
 	tmpl, err := s.template(ctx)
 	if err != nil {
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
