@@ -174,7 +174,7 @@ func benchSuspendedOn(ctx context.Context, rt *codemode.Runtime, mode string, n 
 await yield_control("bench"); return state.items.length`
 	var runID string
 	suspend := func(s *codemode.Surface) error {
-		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: code})
 		if res.Status != api.StatusWaiting {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}
@@ -264,7 +264,7 @@ type sandboxBench struct {
 // cellBench measures one exec end to end through a Surface.
 func cellBench(s *codemode.Surface, code, want string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: code})
 		if res.Status != api.StatusCompleted {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}

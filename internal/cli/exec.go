@@ -79,7 +79,7 @@ TypeScript. Exit status: 0 completed, 1 failed, 2 usage or configuration error.`
 	}
 	defer g.Close()
 	s := g.Surface(cliRun, nil)
-	res := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: &src, Language: lang})
+	res := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: src, Language: *lang})
 	return printResults(ctx, "exec", s, res, *noWait, stdout, stderr)
 }
 
