@@ -59,13 +59,14 @@ func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runti
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
 
-// fixtureTools is a catalog with every kind of tool.
+// fixtureTools is a catalog with every kind of tool. Its unowned natives stand for the
+// gateway's built-in tools (native:app:*).
 func fixtureTools() []*api.Tool {
 	echo := func(ctx context.Context, c *api.Call) (*api.Result, error) {
 		return &api.Result{Content: []api.ContentBlock{{Type: "text", Text: string(c.Input)}}, Details: c.Input}, nil
 	}
 	return []*api.Tool{
-		{Name: "read", Description: "Read a file.", ReadOnly: true,
+		{Name: "read", Owner: api.CoreOwner, Description: "Read a file.", ReadOnly: true,
 			InputSchema:  schema(`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`),
 			OutputSchema: schema(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`),
 			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
@@ -73,16 +74,16 @@ func fixtureTools() []*api.Tool {
 				_ = json.Unmarshal(c.Input, &in)
 				return api.TextResult("contents of "+in.Path, map[string]any{"path": in.Path, "content": "hello from " + in.Path})
 			}},
-		{Name: "exec", Description: "Run a shell command.",
+		{Name: "exec", Owner: api.CoreOwner, Description: "Run a shell command.",
 			InputSchema: schema(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`),
 			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
 				return api.TextResult("ran", map[string]any{"exitCode": 0, "input": c.Input})
 			}},
-		{Name: "wait", Description: "A tool that collides with code mode's wait.", Execute: echo},
-		{Name: "tool_search", Description: "Tool search control tool.", Execute: echo},
-		{Name: "image", Description: "Look at an image.", DirectOnly: true, Execute: echo},
-		{Name: "echo", Description: "Echo the input back.", Execute: echo},
-		{Name: "secret_admin", Description: "Denied by policy.", Execute: echo},
+		{Name: "wait", Owner: api.CoreOwner, Description: "A tool that collides with code mode's wait.", Execute: echo},
+		{Name: "tool_search", Owner: api.CoreOwner, Description: "Tool search control tool.", Execute: echo},
+		{Name: "image", Owner: api.CoreOwner, Description: "Look at an image.", DirectOnly: true, Execute: echo},
+		{Name: "echo", Owner: api.CoreOwner, Description: "Echo the input back.", Execute: echo},
+		{Name: "secret_admin", Owner: api.CoreOwner, Description: "Denied by policy.", Execute: echo},
 		{Name: "shipping_list", Owner: "shipping", Description: "List shipments.", ReadOnly: true,
 			InputSchema:  schema(`{"type":"object","properties":{}}`),
 			OutputSchema: schema(`{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"paid":{"type":"boolean"},"tons":{"type":"number"}},"required":["id","paid","tons"],"additionalProperties":false}}`),
@@ -526,7 +527,7 @@ func TestWaitLifecycle(t *testing.T) { // W1, W3, W4, W7, §19
 	rc := api.RunContext{AgentID: "a", SessionKey: "s1", RunID: "r1"}
 	s := rt.Activate(rc, []*api.Tool{slow})
 	r := execCode(t, s, `text("before"); const v = await tools.slow({}); text("after"); return v`)
-	if r.Status != api.StatusWaiting || r.RunID == "" || len(r.PendingToolCalls) != 1 || r.PendingToolCalls[0].Tool != "native:core:slow" {
+	if r.Status != api.StatusWaiting || r.RunID == "" || len(r.PendingToolCalls) != 1 || r.PendingToolCalls[0].Tool != "native:app:slow" {
 		t.Fatalf("%+v", r)
 	}
 	if len(r.Output) != 1 || r.Output[0].Text != "before" {

@@ -132,7 +132,7 @@ func Example_hooksAndApprovals() {
 			return api.TextResult("sent", map[string]any{"ok": true, "input": json.RawMessage(c.Input)})
 		}}
 	rt, _ := codemode.New(ctx, codemode.Options{
-		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:send_email", Prompt: "Send this email?"}}},
+		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:send_email", Prompt: "Send this email?"}}},
 		Hooks: []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
 			if ev.ToolName == "send_email" {
 				// A trusted rewrite: every email goes to the review address.
@@ -154,7 +154,7 @@ func Example_hooksAndApprovals() {
 	done := s.Wait(ctx, "c2", codemode.WaitInput{RunID: res.RunID})
 	fmt.Println(done.Status, string(done.Value), "sent:", sent)
 	// Output:
-	// waiting approval native:core:send_email Send this email? sent: 0
+	// waiting approval native:app:send_email Send this email? sent: 0
 	// completed "review@example.com" sent: 1
 }
 

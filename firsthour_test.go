@@ -40,3 +40,29 @@ func TestSyntaxErrorsSayWhatToDo(t *testing.T) {
 		})
 	}
 }
+
+// Activate reports what would only fail at call time otherwise: a tool without an Execute
+// function and a native tool whose outputSchema is not a valid schema (issue 24). The warning
+// names the place in the schema, not the validator's whole metaschema tree.
+func TestActivateWarnsAboutBrokenTools(t *testing.T) {
+	rt := newRuntime(t, testConfig(t))
+	tools := []*api.Tool{
+		{Name: "noexec", Description: "no implementation"},
+		{Name: "badschema", Description: "broken contract", OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"minimum":"zero"}}}`),
+			Execute: func(context.Context, *api.Call) (*api.Result, error) { return api.TextResult("", map[string]int{"n": 1}) }},
+	}
+	s := rt.Activate(api.RunContext{}, tools)
+	w := strings.Join(s.Warnings(), "\n")
+	for _, want := range []string{
+		"tool native:app:noexec has no Execute function: calls to it fail",
+		"tool native:app:badschema cannot be called until its outputSchema is fixed",
+		"at /properties/n/minimum: got string, want number",
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if strings.Contains(w, "metaschema") {
+		t.Errorf("the warning dumps the metaschema:\n%s", w)
+	}
+}

@@ -178,6 +178,9 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 			s.warn(fmt.Sprintf("duplicate tool id %s: the later definition is ignored", id))
 			continue
 		}
+		if t.Execute == nil {
+			s.warn(fmt.Sprintf("tool %s has no Execute function: calls to it fail", id))
+		}
 		eff = append(eff, t)
 		s.byID[id] = t
 	}

@@ -21,8 +21,17 @@ const (
 	SourceClient Source = "client"
 )
 
-// CoreOwner is the owner id of the runtime's own tools: their catalog ids are native:core:<name>.
-const CoreOwner = "core"
+// Owners of native tools that no plugin owns. A catalog id is <source>:<owner>:<name> (K2):
+//
+//   - native:core:<name> — the built-in tools the gateway ships (read, edit, web_fetch, …);
+//   - native:app:<name> — the embedding program's own tools (a native Tool with no Owner);
+//   - native:<plugin id>:<name> — a plugin's tools (Runtime.AddPlugin sets Owner);
+//   - mcp:<server>:<name> — an MCP server's tools;
+//   - client:<owner>:<name> — tools a run's client brings along.
+const (
+	CoreOwner = "core"
+	AppOwner  = "app"
+)
 
 // Tool is one tool, whatever its source. Native Go tools, plugin tools, MCP tools (registered by
 // the MCP layer) and per-run client tools all use this type.
@@ -39,10 +48,12 @@ type Tool struct {
 	// native tools' schemas become hints; an invalid schema makes the tool unusable (O4).
 	OutputSchema json.RawMessage
 
-	// Source and Owner make the catalog id <source>:<owner>:<name>. For native tools Owner is
-	// "core" or the plugin id; for MCP tools the server name; for client tools the client id.
+	// Source says where the tool comes from ("" means SourceNative).
 	Source Source
-	Owner  string
+	// Owner is the middle part of the catalog id <source>:<owner>:<name>: for native tools ""
+	// (the embedding program's own: AppOwner), CoreOwner for the built-in tools, or the plugin
+	// id; for MCP tools the server name; for client tools the client's id.
+	Owner string
 
 	// DirectOnly tools stay visible to the model in code mode because their results cannot
 	// cross a JSON bridge (images, screens). They are never catalogued.
@@ -71,7 +82,7 @@ func (t *Tool) ID() string {
 	}
 	owner := t.Owner
 	if owner == "" {
-		owner = CoreOwner
+		owner = AppOwner
 	}
 	return string(src) + ":" + owner + ":" + t.Name
 }

@@ -175,7 +175,7 @@ func TestRunApprovalContinued(t *testing.T) {
 	var asked atomic.Int32
 	rt := newRuntime(t, func(o *codemode.Options) {
 		o.Trajectory = &rec
-		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:write"}}}
+		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:write"}}}
 		o.Approver = api.ApproverFunc(func(ctx context.Context, req api.ApprovalRequest) (api.Decision, error) {
 			asked.Add(1)
 			time.Sleep(50 * time.Millisecond) // a person thinking
@@ -258,7 +258,7 @@ func TestRunApprovalByAgent(t *testing.T) {
 			var writes atomic.Int32
 			rt := newRuntime(t, func(o *codemode.Options) {
 				o.CodeMode.TimeoutMs = 500
-				o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:write", Prompt: "Write?"}}}
+				o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:write", Prompt: "Write?"}}}
 			})
 			s := rt.Activate(api.RunContext{SessionKey: "s"}, []*api.Tool{tool("write", false, func(json.RawMessage) (any, error) {
 				writes.Add(1)

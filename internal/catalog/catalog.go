@@ -127,8 +127,8 @@ func Build(tools []*api.Tool) *Catalog {
 			return 2
 		case t.Source == api.SourceClient:
 			return 3
-		case t.Owner == "" || t.Owner == api.CoreOwner:
-			return 0
+		case t.Owner == "" || t.Owner == api.CoreOwner || t.Owner == api.AppOwner:
+			return 0 // the runtime's and the embedding program's own tools
 		default:
 			return 1
 		}
@@ -160,6 +160,11 @@ func Build(tools []*api.Tool) *Catalog {
 		} else {
 			e.Input = inputHint(t.InputSchema)
 			e.Output, e.contract, e.contractErr = outputContract(id, t.OutputSchema)
+			if e.contractErr != nil {
+				// O4: the tool cannot run; say so when the tool set is activated, not at its
+				// first call.
+				c.warnings = append(c.warnings, fmt.Sprintf("tool %s cannot be called until its outputSchema is fixed: %v", id, e.contractErr))
+			}
 		}
 		c.Entries = append(c.Entries, e)
 		c.byID[id] = e
