@@ -49,7 +49,9 @@ func TestActivateWarnsAboutBrokenTools(t *testing.T) {
 	tools := []*api.Tool{
 		{Name: "noexec", Description: "no implementation"},
 		{Name: "badschema", Description: "broken contract", OutputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"minimum":"zero"}}}`),
-			Execute: func(context.Context, *api.Call) (*api.Result, error) { return api.TextResult("", map[string]int{"n": 1}) }},
+			Execute: func(context.Context, *api.Call) (*api.Result, error) {
+				return api.TextResult("", map[string]int{"n": 1})
+			}},
 	}
 	s := rt.Activate(api.RunContext{}, tools)
 	w := strings.Join(s.Warnings(), "\n")
