@@ -66,6 +66,7 @@ const k1 = 1.2
 // (ablation_test.go); production code never changes them.
 var knobs struct {
 	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
+	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
 
