@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/codemode-go/codemode/internal/search/wordnet"
 	"github.com/codemode-go/codemode/internal/textcut"
 )
 
@@ -67,6 +68,7 @@ const k1 = 1.2
 var knobs struct {
 	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
 	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
+	noWordNet                                                  bool // issue 23: no WordNet expansion
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
 
@@ -102,6 +104,9 @@ type scratch struct {
 	cTouch  []int32
 	words   []string
 	terms   []string
+	exp     map[string][]expansion
+	lemmas  []string
+	rel     []wordnet.Related
 }
 
 // NewIndex builds the index. Cost is linear in the text indexed (some tens of
@@ -242,6 +247,7 @@ func NewIndex(docs []Doc) *Index {
 			score: make([]float64, n),
 			best:  make([]float64, n),
 			hit:   make([]bool, n),
+			exp:   map[string][]expansion{},
 		}
 	}
 	return ix
@@ -345,6 +351,7 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 
 	s.words, s.terms = analyze(query, s.words, s.terms[:0])
 	s.terms = ix.expandUnknown(s.words, s.terms)
+	ix.expandWordNet(s)
 	s.touched = s.touched[:0]
 	for qi, qt := range s.terms {
 		if slices.Contains(s.terms[:qi], qt) {
@@ -363,6 +370,14 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 			if tm := ix.terms[syn]; tm != nil && !knobs.noSynonyms {
 				ix.scoreTerm(s, tm, sw)
 			}
+		}
+		absent := ix.terms[qt] == nil
+		for _, e := range s.exp[qt] {
+			w := e.w
+			if absent {
+				w = min(w*wordnetAbsentFactor, wordnetMax)
+			}
+			ix.scoreTerm(s, ix.terms[e.term], w)
 		}
 		for _, d := range s.cTouch {
 			if !s.hit[d] {
@@ -491,4 +506,22 @@ func leadSentence(desc string) string {
 		}
 	}
 	return desc
+}
+
+// Options are NewIndexWith's optional inputs.
+type Options struct {
+	// Servers describe the groups (MCP servers) of the documents: their text is
+	// evidence for their tools (issue 23 item 3).
+	Servers []Server
+}
+
+// Server is what one server (a Doc.Group) says about itself.
+type Server struct {
+	Group                                  string // the Doc.Group it describes
+	Name, Title, Description, Instructions string // untrusted; bounded when indexed
+}
+
+// NewIndexWith is NewIndex with options.
+func NewIndexWith(docs []Doc, opts Options) *Index {
+	return NewIndex(docs)
 }
