@@ -189,10 +189,14 @@ type stage struct {
 
 func noOpts(*i23Sets) Options { return Options{} }
 
+func withServers(s *i23Sets) Options { return Options{Servers: s.servers} }
+
 func stages() []stage {
 	return []stage{
-		{"baseline (main: no issue-23 stages)", func() { knobs.noUnicode, knobs.noWordNet = true, true }, noOpts},
-		{"+ tokenisation", func() { knobs.noWordNet = true }, noOpts},
-		{"+ WordNet", func() {}, noOpts},
+		{"baseline (main: no issue-23 stages)", func() { knobs.noUnicode, knobs.noWordNet, knobs.noDiversity = true, true, true }, noOpts},
+		{"+ tokenisation", func() { knobs.noWordNet, knobs.noDiversity = true, true }, noOpts},
+		{"+ WordNet", func() { knobs.noDiversity = true }, noOpts},
+		{"+ server evidence", func() { knobs.noDiversity = true }, withServers},
+		{"+ diversity for long queries", func() {}, withServers},
 	}
 }
