@@ -303,6 +303,9 @@ func fingerprint(tools []*api.Tool) string {
 			flags = flags[:1] + "r"
 		}
 		field(flags)
+		if si := t.Server; si != nil { // server search evidence (issue 23)
+			field(si.Name + "\x00" + si.Title + "\x00" + si.Description + "\x00" + si.Instructions)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

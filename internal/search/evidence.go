@@ -26,11 +26,28 @@ type alt struct {
 // concepts builds the query's concepts from s.terms and s.exp.
 func (ix *Index) concepts(s *scratch) []concept {
 	out := s.concepts[:0]
+	// The query word each term came from, for explanations ("shipments", not "shipment").
+	orig := map[string]string{}
+	var one [1]string
+	for _, w := range s.words {
+		if !isASCII(w) && spaceless(w) {
+			continue // a bigram explains itself
+		}
+		one[0] = w
+		for _, t := range analyzeWords(one[:], nil) {
+			if _, ok := orig[t]; !ok {
+				orig[t] = w
+			}
+		}
+	}
 	for qi, qt := range s.terms {
 		if slices.Contains(s.terms[:qi], qt) {
 			continue // a repeated query word counts once
 		}
 		c := concept{word: qt}
+		if w, ok := orig[qt]; ok {
+			c.word = w
+		}
 		sw := synonymWeight
 		if lit := ix.terms[qt]; lit != nil {
 			c.alts = append(c.alts, alt{tm: lit, w: 1})
