@@ -199,7 +199,11 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		}
 		return s
 	}
-	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog { return catalog.Build(eff) })
+	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog {
+		c := catalog.Build(eff)
+		c.EnableDense(rt.embedder, rt.log) // nil embedder: lexical search only
+		return c
+	})
 	s.active = true
 	cat := s.cached.cat
 	for _, w := range cat.Warnings() {

@@ -107,6 +107,7 @@ type Catalog struct {
 	quickIndex string
 	warnings   []string
 	files      apiFiles
+	dense      *dense // optional dense retrieval (EnableDense)
 }
 
 // MCPServer groups the MCP entries of one server.
@@ -360,12 +361,23 @@ func (c *Catalog) SearchHits(query string, limit int, server string) []Hit {
 			return o == server
 		}
 	}
-	return hitsOf(c.guestIndex.SearchFilter(query, limit, keep), c.guest)
+	return c.searchHits(query, limit, c.guestIndex, c.guest, keep, false)
+}
+
+func (c *Catalog) searchHits(query string, limit int, ix *search.Index, entries []*Entry, keep func(int) bool, mcp bool) []Hit {
+	if c.dense == nil {
+		return hitsOf(ix.SearchFilter(query, limit, keep), entries)
+	}
+	vecs := &c.dense.guest
+	if mcp {
+		vecs = &c.dense.mcp
+	}
+	return c.fuse(query, limit, ix.SearchFilter(query, max(limit, fusionDepth), keep), entries, vecs, keep)
 }
 
 // SearchMCPHits is SearchMCP with explanations.
 func (c *Catalog) SearchMCPHits(query string, limit int, server string) []Hit {
-	return hitsOf(c.mcpIndex.SearchFilter(query, limit, c.mcpKeep(server)), c.mcp)
+	return c.searchHits(query, limit, c.mcpIndex, c.mcp, c.mcpKeep(server), true)
 }
 
 func hitsOf(hits []search.Hit, entries []*Entry) []Hit {
