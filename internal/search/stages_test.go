@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // issue 23 item 6: per-stage figures on the issue-23 sets (testdata/i23).
@@ -199,4 +201,75 @@ func stages() []stage {
 		{"+ server evidence", func() { knobs.noDiversity = true }, withServers},
 		{"+ diversity for long queries", func() {}, withServers},
 	}
+}
+
+// TestIssue23Bench logs the issue-23 benchmark figures (SEARCH_BENCH=1 go test -run
+// TestIssue23Bench -v ./internal/search): per-query latency p50/p99 over the 224 short queries
+// and the 42 long tasks at 689 and 10,000 tools, index build time and heap at 10,000. Timing is
+// reported, never asserted.
+func TestIssue23Bench(t *testing.T) {
+	if os.Getenv("SEARCH_BENCH") != "1" {
+		t.Skip("set SEARCH_BENCH=1")
+	}
+	s := loadI23(t)
+	opts := withServers(s)
+	replicate := func(n int) ([]Doc, Options) {
+		var docs []Doc
+		o := Options{}
+		for c := 1; len(docs) < n; c++ {
+			for _, sv := range opts.Servers {
+				sv.Group += fmt.Sprintf("~%d", c)
+				o.Servers = append(o.Servers, sv)
+			}
+			for _, d := range s.ml {
+				if len(docs) == n {
+					break
+				}
+				d.Group += fmt.Sprintf("~%d", c)
+				d.ID += fmt.Sprintf("~%d", c)
+				docs = append(docs, d)
+			}
+		}
+		return docs, o
+	}
+	var b strings.Builder
+	for _, n := range []int{len(s.ml), 10000} {
+		docs, o := replicate(n)
+		var builds []time.Duration
+		var ix *Index
+		var heap uint64
+		for i := 0; i < 5; i++ {
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			start := time.Now()
+			ix = NewIndexWith(docs, o)
+			builds = append(builds, time.Since(start))
+			runtime.GC()
+			runtime.ReadMemStats(&m1)
+			heap = m1.HeapAlloc - m0.HeapAlloc
+		}
+		slices.Sort(builds)
+		for _, set := range []struct {
+			name string
+			qs   []i23Query
+		}{{"short", s.queries}, {"long tasks", s.tasks}} {
+			per := make([]float64, 0, len(set.qs))
+			for _, q := range set.qs {
+				ix.Search(q.Query, DefaultLimit)
+				runs := make([]float64, 11)
+				for r := range runs {
+					st := time.Now()
+					ix.Search(q.Query, DefaultLimit)
+					runs[r] = float64(time.Since(st).Microseconds())
+				}
+				slices.Sort(runs)
+				per = append(per, runs[len(runs)/2])
+			}
+			slices.Sort(per)
+			fmt.Fprintf(&b, "%5d tools, %-10s p50 %6.0f µs  p99 %6.0f µs\n", n, set.name, per[len(per)/2], per[min(len(per)-1, len(per)*99/100)])
+		}
+		fmt.Fprintf(&b, "%5d tools: build median %v, heap %.1f MB (index incl. docs' derived data)\n", n, builds[2].Round(time.Millisecond), float64(heap)/1e6)
+	}
+	t.Log("\n" + b.String())
 }

@@ -17,7 +17,6 @@ var (
 	i23Queries  = filepath.Join(i23Dir, "queries-25.json")
 	i23Tasks    = filepath.Join(i23Dir, "tasks-ml.json")
 	i23Overlay  = filepath.Join(i23Dir, "catalog-ml-overlay.json")
-	i23Servers  = filepath.Join(i23Dir, "servers.json")
 	showHeldOut = os.Getenv("SEARCHEVAL_HELDOUT") == "1"
 )
 
