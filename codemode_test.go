@@ -168,7 +168,7 @@ func TestDisabledLeavesToolsUnchanged(t *testing.T) { // A4, C1, §19
 			t.Fatalf("%s: tools %v, want %v", cm, names, want)
 		}
 		code := "return 1"
-		r := s.Exec(context.Background(), "c", ExecInput{Code: &code})
+		r := s.Exec(context.Background(), "c", ExecInput{Code: code})
 		if r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput {
 			t.Fatalf("exec on an inactive surface: %+v", r)
 		}
@@ -657,9 +657,19 @@ func TestRestartSafe(t *testing.T) { // W6, X9: refused side effects, no auto-dr
 }
 
 func TestFailClosed(t *testing.T) { // §0, Z2: no sandbox → every exec fails, tools stay hidden
-	rt, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), Engine{Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")}))
+	bad := Engine{Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")}
+	// issue 24: New says the engine is missing, unless told to start anyway.
+	if _, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), bad)); err == nil ||
+		!strings.Contains(err.Error(), "code mode engine unavailable") || !strings.Contains(err.Error(), "AllowMissing") {
+		t.Fatalf("New without an engine: %v", err)
+	}
+	bad.AllowMissing = true
+	rt, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), bad))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rt.Err() == nil {
+		t.Fatal("Err() is nil without an engine")
 	}
 	defer rt.Close()
 	s := rt.Activate(api.RunContext{}, fixtureTools())

@@ -46,9 +46,9 @@ func codeModeSrc(field, value string) string {
 		",\n    },\n  },\n}\n"
 }
 
-func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults
+func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults, enabled (issue 24: a library default that does what its name says)
 	want := CodeMode{
-		Enabled: false, Runtime: "quickjs-wasi", Mode: "only",
+		Enabled: true, Runtime: "quickjs-wasi", Mode: "only",
 		Languages: []string{"javascript", "typescript"}, TimeoutMs: 10000,
 		MemoryLimitBytes: 67108864, MaxOutputBytes: 65536, MaxSnapshotBytes: 10485760,
 		MaxPendingToolCalls: 16, SnapshotTTLSeconds: 900, SearchDefaultLimit: 8, MaxSearchLimit: 50,
@@ -66,7 +66,6 @@ func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults
 func TestDefault(t *testing.T) {
 	cfg := Default() // panics if the embedded file is invalid
 	wantCM := DefaultCodeMode()
-	wantCM.Enabled = true
 	if !reflect.DeepEqual(cfg.Tools.CodeMode, wantCM) {
 		t.Errorf("default codeMode = %+v, want the defaults, enabled: %+v", cfg.Tools.CodeMode, wantCM)
 	}
@@ -383,7 +382,7 @@ func TestToolsPolicy(t *testing.T) { // A3, A7: absent allow differs from an emp
 		},
 	}`)
 	want := Tools{
-		CodeMode:   DefaultCodeMode(),
+		CodeMode:   fileCodeMode(),
 		Allow:      []string{"read", "native:core:*", "mcp:github:*"},
 		Deny:       []string{"write", "mcp:*:delete_?"},
 		DirectOnly: []string{"image"},

