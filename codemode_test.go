@@ -266,12 +266,14 @@ func TestCatalogHelpers(t *testing.T) { // G1, G3, K5, §19: search, describe, c
 			unpaidHeavy: shipments.filter(s => !s.paid && s.tons > 10).map(s => s.id),
 			raw: raw.tool + " " + raw.result.details.content, short: short.content,
 			none: (await tools.search("")).length, capped: (await tools.search("tool", {limit: 500})).length <= 50,
+			server: ship.server, why: ship.why, // issue 23 item 5
+			onlyCore: (await tools.search("list shipments", {server: "core"})).every(h => h.server === "core"),
 		}`)
-	want := `{"first":"native:shipping:shipping_list","described":["type","properties"],"hasOutputSchema":true,"unpaidHeavy":["a"],"raw":"native:core:read hello from a.txt","short":"hello from b.txt","none":0,"capped":true}`
+	want := `{"first":"native:shipping:shipping_list","described":["type","properties"],"hasOutputSchema":true,"unpaidHeavy":["a"],"raw":"native:core:read hello from a.txt","short":"hello from b.txt","none":0,"capped":true,"server":"shipping","why":"matched list, shipments","onlyCore":true}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if r.Telemetry.SearchCount != 3 || r.Telemetry.DescribeCount != 1 || r.Telemetry.CallCount != 3 {
+	if r.Telemetry.SearchCount != 4 || r.Telemetry.DescribeCount != 1 || r.Telemetry.CallCount != 3 {
 		t.Fatalf("telemetry %+v", r.Telemetry)
 	}
 }
@@ -453,10 +455,10 @@ func TestMCPNamespace(t *testing.T) { // K4, M2, M3, §19
 		return {
 			number: res.structuredContent.number, files: files.map(f => f.path),
 			declares: dts.includes("function createIssue(input: {"), header: hdr.declarations.includes("createIssue"),
-			found: found[0].call, inAll: ALL_TOOLS.some(e => e.source === "mcp"), inTools: "createIssue" in tools,
+			found: found[0].call, why: found[0].why.startsWith("matched "), inAll: ALL_TOOLS.some(e => e.source === "mcp"), inTools: "createIssue" in tools,
 			bad: bad.includes("invalid API path"), noArg,
 		}`)
-	want := `{"number":7,"files":["mcp/index.d.ts","mcp/github.d.ts"],"declares":true,"header":true,"found":"MCP.github.createIssue","inAll":false,"inTools":false,"bad":true,"noArg":"TypeError"}`
+	want := `{"number":7,"files":["mcp/index.d.ts","mcp/github.d.ts"],"declares":true,"header":true,"found":"MCP.github.createIssue","why":true,"inAll":false,"inTools":false,"bad":true,"noArg":"TypeError"}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

@@ -15,9 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
@@ -27,6 +30,7 @@ import (
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/search/embed"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
@@ -185,10 +189,12 @@ type Engine struct {
 // Runtime is the process-wide code-mode runtime: the compiled QuickJS module, the template VM,
 // the catalog cache and the store of suspended runs. It is safe for concurrent use.
 type Runtime struct {
-	opts   Options
-	cm     config.CodeMode
-	log    *slog.Logger
-	engine *sandbox.Engine
+	opts Options
+	cm   config.CodeMode
+	// embedder is the optional dense-retrieval client for tool search (issue 23), or nil.
+	embedder *embed.Client
+	log      *slog.Logger
+	engine   *sandbox.Engine
 	// engineErr is why the sandbox cannot run: every exec then fails with runtime_unavailable
 	// (fail closed, never a fallback to direct tools).
 	engineErr error
@@ -243,6 +249,13 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.RunStore != nil {
 		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
 	}
+	if cm.SearchEmbeddings != nil {
+		c, err := newEmbedder(*cm.SearchEmbeddings)
+		if err != nil {
+			return nil, fmt.Errorf("tools.codeMode.searchEmbeddings: %w", err)
+		}
+		rt.embedder = c
+	}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
 		if rt.engineErr != nil && !opts.Engine.AllowMissing {
@@ -253,6 +266,26 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.engine.SetOwner(rt.durable.owner)
 	}
 	return rt, nil
+}
+
+// newEmbedder makes the tool-search embeddings client from its configuration.
+func newEmbedder(c config.SearchEmbeddings) (*embed.Client, error) {
+	key := ""
+	if !c.APIKey.IsZero() {
+		k, err := c.APIKey.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("apiKey: %w", err)
+		}
+		key = k
+	}
+	dir := c.CacheDir
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "codemode", "embeddings")
+		}
+	}
+	return embed.New(embed.Config{URL: c.URL, Model: c.Model, APIKey: key,
+		QueryTimeout: time.Duration(c.QueryTimeoutMs) * time.Millisecond, CacheDir: dir})
 }
 
 // withDefaultLimits fills the zero fields of a code-mode configuration made in Go with the

@@ -70,8 +70,24 @@ type Tool struct {
 	// annotations, outputSchema, icons and _meta included.
 	Wire json.RawMessage
 
+	// Server is what the MCP server an MCP tool comes from said about itself when it connected
+	// (nil for other tools; one value shared by the server's tools). Tool search indexes it, so a
+	// query naming what a server is for finds its tools; it is untrusted and never reaches the
+	// model's prompt.
+	Server *ServerInfo
+
 	// Execute runs the tool. Input is the JSON input object.
 	Execute func(ctx context.Context, call *Call) (*Result, error)
+}
+
+// ServerInfo is an MCP server's self-description from its initialize result: serverInfo's name,
+// title and description, and the instructions it gives clients. Every field is the server's own
+// text, bounded in size by the MCP layer.
+type ServerInfo struct {
+	Name         string
+	Title        string
+	Description  string
+	Instructions string
 }
 
 // ID returns the catalog id <source>:<owner>:<name> (K2).

@@ -228,6 +228,8 @@ type CodeMode struct {
 	// accepted and then clamped to MaxSearchLimit, as the contract says "clamped", not "rejected" (K5).
 	SearchDefaultLimit int
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
+	// SearchEmbeddings turns on dense retrieval for tool search; nil (the default) keeps it lexical.
+	SearchEmbeddings *SearchEmbeddings
 }
 
 // DefaultCodeMode returns code mode enabled with the contract's default limits
