@@ -12,6 +12,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
@@ -201,6 +202,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		return release, nil
 	}
 	disp.SetProgress(progress.From(ctx))
+	disp.SetClient(relay.From(ctx))
 	defer disp.SetProgress(nil)
 	w.remote = run.Remote()
 	stop := w.poll(ctx)

@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
@@ -259,6 +260,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	lim.RestartSafe = in.RestartSafe
 	s.admit(&lim)
 	disp.SetProgress(progress.From(ctx))
+	disp.SetClient(relay.From(ctx))
 	defer disp.SetProgress(nil)
 	cellID := callID
 	if rt.durable != nil {
@@ -330,6 +332,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	lim.RestartSafe = sr.restartSafe
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
+	sr.disp.SetClient(relay.From(ctx))
 	defer sr.disp.SetProgress(nil)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {

@@ -202,6 +202,7 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 	}
 	cctx, cp, done := s.callCtx(ctx, sess)
 	defer done()
+	defer s.track(ctx)()
 	params := &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)}
 	if token, stop := s.progressFor(ctx, call); token != "" {
 		params.SetProgressToken(token)
