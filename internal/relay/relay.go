@@ -10,6 +10,8 @@
 // or wait drives the run when the upstream speaks (see dispatch.Dispatcher.SetDriver).
 package relay
 
+//lint:file-ignore SA1019 logging and sampling are deprecated by SEP-2577 but still forwarded during its deprecation window
+
 import (
 	"context"
 

@@ -46,6 +46,7 @@ type Server struct {
 	sess    *sessions
 	metrics *metrics
 	debug   debugFlags
+	agg     *aggregator // upstream prompts and resources (aggregate.go)
 }
 
 // Version is reported to clients in serverInfo.
@@ -80,7 +81,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 	if s.debug.transport {
 		sdkLog = log
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, &mcp.ServerOptions{
+	opts := &mcp.ServerOptions{
 		Logger:       sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
@@ -89,8 +90,12 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 		},
-	})
-	s.srv.AddReceivingMiddleware(s.middleware)
+	}
+	aggregatorOptions(opts, s, g.Upstreams() != nil)
+	s.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, opts)
+	s.agg = newAggregator(s, s.srv, gatewayPolicy(g.Cfg))
+	s.srv.AddReceivingMiddleware(s.middleware, s.agg.middleware)
+	s.watchUpdates()
 	s.refresh()
 	return s
 }
@@ -166,6 +171,7 @@ func (s *Server) refresh() {
 		}
 	}
 	s.names, s.wire = added, wire
+	s.agg.refresh(surf)
 	s.debug.logSurface(s.log, surf)
 }
 
@@ -228,6 +234,7 @@ func (s *Server) handler(name, id string) mcp.ToolHandler {
 			defer cancel()
 			defer context.AfterFunc(st.ctx, cancel)()
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
+			ctx = s.callContext(ctx, ss)
 		}
 		if p := s.principal(req); p != "" {
 			key = p

@@ -135,7 +135,7 @@ func (t *tapTransport) release(c *capture) {
 // tapConn observes the JSON-RPC messages of a stdio or in-memory connection.
 type tapConn struct {
 	mcp.Connection
-	mu       sync.Mutex
+	mu      sync.Mutex
 	pending map[jsonrpc.ID]*capture
 	notify  func(ctx context.Context, method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage)

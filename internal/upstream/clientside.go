@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging and sampling are deprecated by SEP-2577 but still forwarded during its deprecation window (issue 21)
+
 package upstream
 
 import (

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 logging and sampling are deprecated by SEP-2577 but still forwarded during its deprecation window (issue 21)
+
 package upstream
 
 import (
@@ -314,4 +316,21 @@ func (s *server) startFeatures(ctx context.Context, sess *session) {
 	s.resubscribe(ctx, sess)
 	s.m.wg.Add(1)
 	go s.watchFeatures(sess)
+}
+
+// stampLogLevel puts the log level the gateway's clients asked for into a request's _meta for a
+// server on the sessionless protocol (2026-07-28), where the level travels with each request
+// instead of logging/setLevel.
+func (s *server) stampLogLevel(sess *session, meta *mcp.Meta) {
+	s.m.hookMu.Lock()
+	level := s.m.logLevel
+	s.m.hookMu.Unlock()
+	ir := sess.cs.InitializeResult()
+	if level == "" || ir == nil || ir.ProtocolVersion < "2026-07-28" {
+		return
+	}
+	if *meta == nil {
+		*meta = mcp.Meta{}
+	}
+	(*meta)[mcp.MetaKeyLogLevel] = level
 }
