@@ -11,8 +11,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -276,4 +281,129 @@ func referenceServer() *mcp.Server {
 				user(&mcp.TextContent{Text: "Please analyze the image above."})}
 		})
 	return srv
+}
+
+// activeScenarios are the suite's active server scenarios (0.1.16: 30; json-schema-2020-12 and
+// server-sse-polling are pending) with the checks each must run at least, so that a scenario
+// that silently checks nothing (0/0) fails.
+var activeScenarios = map[string]int{
+	"server-initialize": 1, "logging-set-level": 1, "ping": 1, "completion-complete": 1, "tools-list": 1,
+	"tools-call-simple-text": 1, "tools-call-image": 1, "tools-call-audio": 1, "tools-call-embedded-resource": 1,
+	"tools-call-mixed-content": 1, "tools-call-with-logging": 1, "tools-call-error": 1, "tools-call-with-progress": 1,
+	"tools-call-sampling": 1, "tools-call-elicitation": 1, "elicitation-sep1034-defaults": 5,
+	"server-sse-multiple-streams": 2, "elicitation-sep1330-enums": 5, "resources-list": 1, "resources-read-text": 1,
+	"resources-read-binary": 1, "resources-templates-read": 1, "resources-subscribe": 1, "resources-unsubscribe": 1,
+	"prompts-list": 1, "prompts-get-simple": 1, "prompts-get-with-args": 1, "prompts-get-embedded-resource": 1,
+	"prompts-get-with-image": 1, "dns-rebinding-protection": 2,
+}
+
+// noFixtureScenarios need nothing but the gateway itself.
+var noFixtureScenarios = []string{"server-initialize", "logging-set-level", "ping", "completion-complete", "tools-list",
+	"server-sse-multiple-streams", "resources-list", "prompts-list", "dns-rebinding-protection"}
+
+// TestConformanceReference is the conformance gate of issue 21 item 6: the whole active suite
+// against the reference fixture directly, then through `codemode serve` with code mode off in
+// front of it (over HTTP and over stdio), and the scenarios that need no fixture against the
+// default configuration. One suite process per target (≈1.5 s each).
+func TestConformanceReference(t *testing.T) {
+	node, suite := conformanceSuite(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := startReference(t, exe)
+	t.Run("reference", func(t *testing.T) { runSuite(t, node, suite, ref, activeScenarios) })
+	writeCfg := func(t *testing.T, cfg string) string {
+		p := filepath.Join(t.TempDir(), "codemode.json5")
+		if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Run("serve code mode off, HTTP upstream", func(t *testing.T) {
+		cfg := writeCfg(t, fmt.Sprintf(`{tools: {codeMode: false}, mcp: {servers: {ref: {url: %q, timeoutMs: 30000}}}}`, ref))
+		s := startServe(t, nil, "--http", "127.0.0.1:0", "--config", cfg)
+		runSuite(t, node, suite, s.base+"/mcp", activeScenarios)
+	})
+	t.Run("serve code mode off, stdio upstream", func(t *testing.T) {
+		cfg := writeCfg(t, fmt.Sprintf(`{tools: {codeMode: false}, mcp: {servers: {ref: {command: %q, env: {%s: "stdio"}, timeoutMs: 30000}}}}`, exe, referenceEnv))
+		s := startServe(t, nil, "--http", "127.0.0.1:0", "--config", cfg)
+		runSuite(t, node, suite, s.base+"/mcp", activeScenarios)
+	})
+	t.Run("serve default config", func(t *testing.T) {
+		s := startServe(t, nil, "--http", "127.0.0.1:0")
+		want := map[string]int{}
+		for _, sc := range noFixtureScenarios {
+			want[sc] = activeScenarios[sc]
+		}
+		runSuite(t, node, suite, s.base+"/mcp", want)
+	})
+}
+
+// startReference runs the reference fixture over HTTP and returns its URL.
+func startReference(t *testing.T, exe string) string {
+	t.Helper()
+	cmd := exec.Command(exe)
+	cmd.Env = append(os.Environ(), referenceEnv+"=http")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = stdin.Close(); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	url, ok := strings.CutPrefix(strings.TrimSpace(line), "URL ")
+	if err != nil || !ok {
+		t.Fatalf("reference fixture did not start: %q %v", line, err)
+	}
+	return url
+}
+
+var summaryLine = regexp.MustCompile(`(?m)^[✓✗] ([a-z0-9-]+): (\d+) passed, (\d+) failed`)
+
+// runSuite runs the active suite in one process and checks that each scenario of want passed
+// with at least its minimum number of checks and none failed (the others may fail: a target
+// without the fixture).
+func runSuite(t *testing.T, node, suite, url string, want map[string]int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	runSuite1(t, ctx, node, []string{suite, "server", "--url", url}, want)
+}
+
+func runSuite1(t *testing.T, ctx context.Context, node string, args []string, want map[string]int) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = t.TempDir() // results/ goes here
+	out, _ := cmd.CombinedOutput()
+	got := map[string][2]int{}
+	for _, m := range summaryLine.FindAllStringSubmatch(string(out), -1) {
+		p, _ := strconv.Atoi(m[2])
+		f, _ := strconv.Atoi(m[3])
+		got[m[1]] = [2]int{p, f}
+	}
+	bad := false
+	for sc, min := range want {
+		r, ok := got[sc]
+		switch {
+		case !ok:
+			t.Errorf("%s: not run", sc)
+		case r[1] != 0:
+			t.Errorf("%s: %d passed, %d failed", sc, r[0], r[1])
+		case r[0] < min:
+			t.Errorf("%s: only %d checks ran (want at least %d)", sc, r[0], min)
+		default:
+			continue
+		}
+		bad = true
+	}
+	if bad {
+		t.Logf("suite output:\n%s", out)
+	}
 }
