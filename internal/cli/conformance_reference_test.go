@@ -228,6 +228,24 @@ func referenceServer() *mcp.Server {
 		InputSchema: json.RawMessage(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("ok"), nil })
 
+	// Not a suite fixture: tells the subscribers of a resource it changed (TestAggregator).
+	add("test_touch_resource", "Sends notifications/resources/updated for uri",
+		json.RawMessage(`{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"]}`),
+		func(ctx context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
+			var in struct {
+				URI string `json:"uri"`
+			}
+			_ = json.Unmarshal(r.Params.Arguments, &in)
+			subsMu.Lock()
+			subscribed := subs[in.URI]
+			subsMu.Unlock()
+			if !subscribed {
+				return text("not subscribed: " + in.URI)
+			}
+			_ = srv.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: in.URI})
+			return text("updated " + in.URI)
+		})
+
 	// Resources.
 	res := func(name, uri, title, desc, mime string, contents func(uri string) *mcp.ResourceContents) {
 		srv.AddResource(&mcp.Resource{Name: name, URI: uri, Title: title, Description: desc, MIMEType: mime},

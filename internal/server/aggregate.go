@@ -43,8 +43,8 @@ import (
 // Everything else passes through as the upstream sent it: list items are the upstream's own JSON
 // with only the name or URI member replaced when it is prefixed, and prompts/get and
 // resources/read results are the upstream's bytes. Policy applies per server: a server is
-// visible when one of its tools is in the surface (code mode off: a direct tool; on: a catalog
-// entry), or it has no tools and the policy would allow one ("mcp:<server>:*"), so a denied
+// visible when the tool policy (tools.allow, tools.deny, and a principal's own) permits one of its
+// tools, or it has no tools and the policy would permit one ("mcp:<server>:*"), so a denied
 // server's prompts and resources are absent and cannot be reached by a guessed name or URI.
 
 // resourcePrefix is the scheme of the prefixed form of resource URIs.
@@ -117,47 +117,33 @@ func aggregatorOptions(o *mcp.ServerOptions, s *Server, hasUpstreams bool) {
 	}
 }
 
-// serverOf returns the MCP server of a catalog id "mcp:<server>:<tool>", or "".
-func serverOf(id string) string {
-	rest, ok := strings.CutPrefix(id, "mcp:")
-	if !ok {
-		return ""
+// visibleServers applies the policy to the upstreams (see the comment at the top). It asks the
+// policy, not the surface: a server whose tools are all shadowed by another server's tools of the
+// same names (code mode off) is still allowed.
+func (a *aggregator) visibleServers() map[string]bool {
+	permits := func(t *api.Tool) bool {
+		for _, p := range a.policies {
+			if !p.Permits(t) {
+				return false
+			}
+		}
+		return true
 	}
-	srv, _, ok := strings.Cut(rest, ":")
-	if !ok {
-		return ""
-	}
-	return srv
-}
-
-// visibleServers applies the policy to the upstreams (see the comment at the top).
-func (a *aggregator) visibleServers(surf *codemode.Surface) map[string]bool {
 	out := map[string]bool{}
 	hasTools := map[string]bool{}
 	for _, t := range a.s.g.Tools() {
-		if t.Source == api.SourceMCP {
-			hasTools[t.Owner] = true
+		if t.Source != api.SourceMCP {
+			continue
 		}
-	}
-	ids := surf.Catalog().IDs
-	for _, t := range surf.Tools() {
-		ids = append(ids, t.ID)
-	}
-	for _, id := range ids {
-		if srv := serverOf(id); srv != "" {
-			out[srv] = true
+		hasTools[t.Owner] = true
+		if permits(t) {
+			out[t.Owner] = true
 		}
 	}
 	for _, st := range a.up.Status() {
-		if !st.Enabled || out[st.Name] || hasTools[st.Name] {
-			continue
+		if st.Enabled && !hasTools[st.Name] && permits(&api.Tool{Source: api.SourceMCP, Owner: st.Name, Name: "*"}) {
+			out[st.Name] = true
 		}
-		probe := &api.Tool{Source: api.SourceMCP, Owner: st.Name, Name: "*"}
-		ok := true
-		for _, p := range a.policies {
-			ok = ok && p.Permits(probe)
-		}
-		out[st.Name] = ok
 	}
 	return out
 }
@@ -168,7 +154,7 @@ func (a *aggregator) refresh(surf *codemode.Surface) {
 	if a.up == nil || surf == nil {
 		return
 	}
-	vis := a.visibleServers(surf)
+	vis := a.visibleServers()
 	keep := func(items []upstream.Item) []upstream.Item {
 		return slices.DeleteFunc(slices.Clone(items), func(it upstream.Item) bool { return !vis[it.Server] })
 	}
