@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -715,8 +716,11 @@ func setMember(raw json.RawMessage, key, value string) json.RawMessage {
 		}
 		out.Write(v)
 	}
-	if !set {
+	if t, err := dec.Token(); !set || err != nil || t != json.Delim('}') {
 		return raw
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return raw // trailing bytes
 	}
 	out.WriteByte('}')
 	return out.Bytes()
