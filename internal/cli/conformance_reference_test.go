@@ -66,8 +66,7 @@ func referenceServer() *mcp.Server {
 	decode := func(s string) []byte { b, _ := base64.StdEncoding.DecodeString(s); return b }
 	var subsMu sync.Mutex
 	subs := map[string]bool{}
-	var srv *mcp.Server
-	srv = mcp.NewServer(&mcp.Implementation{Name: "codemode-conformance-reference", Version: "1"}, &mcp.ServerOptions{
+	srv := mcp.NewServer(&mcp.Implementation{Name: "codemode-conformance-reference", Version: "1"}, &mcp.ServerOptions{
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 		},
