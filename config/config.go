@@ -154,10 +154,11 @@ type MCPServer struct {
 	URL     string            // http or https
 	Headers map[string]string // sent with every HTTP request
 
-	// Enabled is true unless the file says false, so a server can be switched off without
-	// deleting its settings.
-	Enabled bool
-	// TimeoutMs bounds connecting and each request: 100–600000, default 60000.
+	// Disabled switches the server off without deleting its settings (`enabled: false` in the
+	// file; a server is on unless it says so).
+	Disabled bool
+	// TimeoutMs bounds connecting and each request: 100–600000, default 60000 (0 means the
+	// default).
 	TimeoutMs int
 }
 
