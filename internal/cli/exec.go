@@ -11,7 +11,7 @@ import (
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/gateway"
 )
 
 // runExec implements `codemode exec`: one cell, every exec/wait result as a JSON line. Exit 0
@@ -72,7 +72,7 @@ TypeScript. Exit status: 0 completed, 1 failed, 2 usage or configuration error.`
 		fmt.Fprintln(stderr, "codemode exec: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
 		return exitUsage
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: stderrLogger(stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode exec:", err)
 		return exitFailed
@@ -137,7 +137,7 @@ prints each result as one JSON line until the run ends, like exec. Exit status: 
 		fmt.Fprintln(stderr, "codemode wait: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
 		return exitUsage
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: stderrLogger(stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode wait:", err)
 		return exitFailed
