@@ -357,6 +357,22 @@ type Stats struct {
 	HotRuns      int
 	HotBytes     int64
 	HotEvictions int64
+	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
+	RunStore RunStoreStats
+}
+
+// RunStoreStats are counters of a runtime's use of a shared run store, since it started.
+type RunStoreStats struct {
+	// Takeovers counts waits that resumed a run from a replica that stopped (its wait died
+	// midway, or its calls in flight had no live owner).
+	Takeovers uint64
+	// ReissuedCalls counts replay-safe calls of a stopped replica issued again; LostCalls the
+	// others, which settled in their cell as lost_on_replica.
+	ReissuedCalls, LostCalls uint64
+	// BusyWaits counts waits answered "busy": another wait held the run (lease contention).
+	BusyWaits uint64
+	// WriteFailures counts writes the store refused or could not take (unreachable, full).
+	WriteFailures uint64
 }
 
 // Stats reports the runtime's resources.
@@ -365,6 +381,8 @@ func (rt *Runtime) Stats() Stats {
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
 		st.SuspendedRuns, st.SuspendedBytes = d.stats()
+		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
+			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()

@@ -75,6 +75,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
 		upstreams:      g.MCPStatus, admission: o.Admission,
+		store: storeSources(g),
 	})
 	var sdkLog *slog.Logger
 	if s.debug.transport {

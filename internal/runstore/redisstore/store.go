@@ -41,6 +41,9 @@ const DefaultTimeout = 3 * time.Second
 // the fleet-wide limits.
 const usageRefresh = time.Second
 
+// probeValue is what Ping writes: the size of a small record.
+var probeValue = strings.Repeat("p", 64<<10)
+
 // sealSlack is what sealing and the record envelope add to a record's bytes at most (scope JSON
 // included): a stored value larger than RecordBytes plus this was not written by a store.
 const sealSlack = 64<<10 + 256
@@ -74,8 +77,9 @@ func (s *Store) Ping(ctx context.Context) error {
 	start := time.Now()
 	err := s.rdb.Ping(ctx).Err()
 	if err == nil {
-		// A write that costs nothing: SET of a short-lived key in the store's own namespace.
-		err = s.rdb.Set(ctx, s.prefix+"{probe}:w", "1", time.Second).Err()
+		// A write of a typical record's size, gone in a second: Redis at maxmemory still takes
+		// a tiny write now and then but refuses records (it counts a command's own buffer).
+		err = s.rdb.Set(ctx, s.prefix+"{probe}:w", probeValue, time.Second).Err()
 	}
 	if err != nil {
 		err = s.storeError(err)
