@@ -672,3 +672,35 @@ func lostError(c sandbox.PendingCall) *api.ToolError {
 	return &api.ToolError{Name: "Error", Code: "lost_on_replica",
 		Message: fmt.Sprintf("%s was running on a gateway replica that stopped before its result was saved: it may or may not have run; check its effect before calling it again", label)}
 }
+
+// drain waits until no call this process runs for a suspended run is still running and every
+// result is written to the store (a graceful stop: nothing is left for other replicas to count
+// as lost), or ctx ends.
+func (d *durableRuns) drain(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		entries := make([]*durableEntry, 0, len(d.entries))
+		for _, e := range d.entries {
+			entries = append(entries, e)
+		}
+		d.mu.Unlock()
+		busy := 0
+		for _, e := range entries {
+			calls, results := e.live()
+			busy += calls + results
+			if results > 0 {
+				e.flush()
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d calls or results of suspended runs still pending: %w", busy, ctx.Err())
+		case <-t.C:
+		}
+	}
+}

@@ -391,6 +391,18 @@ func (rt *Runtime) Stats() Stats {
 	return st
 }
 
+// Drain prepares a graceful stop with a shared run store (Options.RunStore): it waits until the
+// nested calls this process still runs for suspended runs have finished and their results are
+// stored, so that no other process has to count them lost, or until ctx ends. Call it after the
+// last exec and wait returned, before Close. Without a shared store it returns at once (the runs
+// end with the process).
+func (rt *Runtime) Drain(ctx context.Context) error {
+	if rt.durable == nil {
+		return nil
+	}
+	return rt.durable.drain(ctx)
+}
+
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close
 // fail with runtime_unavailable.
 func (rt *Runtime) Close() error {

@@ -95,8 +95,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
+	calls := &inFlight{}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(ctx, lst.opts),
+		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -109,16 +110,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if !lst.opts.Loopback {
 		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
 	}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
+		drain(srv, hs, calls, g, cfg, log)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
+	<-drained
 	return exitOK
 }
 

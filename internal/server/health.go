@@ -19,7 +19,10 @@ func (s *Server) healthz(w http.ResponseWriter, _ *http.Request) {
 // on), the shared run store (if one is configured) answers and accepts writes, and every enabled
 // upstream MCP server is connected.
 type Readiness struct {
-	Ready    bool             `json:"ready"`
+	Ready bool `json:"ready"`
+	// Draining: the process got SIGTERM and finishes what runs before it exits; a balancer
+	// sends it nothing new.
+	Draining bool             `json:"draining,omitempty"`
 	Runtime  string           `json:"runtime"` // "ok", "unavailable" or "disabled"
 	Tools    int              `json:"tools"`   // model-visible tools
 	RunStore *RunStoreReport  `json:"runStore,omitempty"`
@@ -76,6 +79,9 @@ type UpstreamReport struct {
 // Readiness reports the gateway's readiness.
 func (s *Server) Readiness() Readiness {
 	r := Readiness{Ready: true, Runtime: "disabled", Servers: []UpstreamReport{}}
+	if s.draining.Load() {
+		r.Ready, r.Draining = false, true
+	}
 	if s.g.Cfg.Tools.CodeMode.Enabled {
 		r.Runtime = "ok"
 		if s.g.RT.Err() != nil {
@@ -111,3 +117,7 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeJSON(w, status, r)
 }
+
+// Drain makes /readyz answer 503 with "draining": the first step of a graceful stop, so a
+// balancer or Kubernetes stops routing here while running execs and waits finish.
+func (s *Server) Drain() { s.draining.Store(true) }
