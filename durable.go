@@ -89,8 +89,8 @@ type durableRuns struct {
 
 	// Counters for metrics (Runtime.Stats).
 	takeovers, reissued, lost, busy, storeFailures atomic.Uint64
-	// health is the store's last verdict on a write: nil, or the error that refused one.
-	health atomic.Pointer[storeHealth]
+	// probed is when exec last probed the store (unix ns).
+	probed atomic.Int64
 
 	mu      sync.Mutex
 	entries map[string]*durableEntry
@@ -186,51 +186,38 @@ func (d *durableRuns) releaseLease(ctx context.Context, l runstore.Lease) {
 	_ = d.store.Release(c, l, nil, nil, d.ttl)
 }
 
-// storeHealth is the last write refusal the process saw, for exec's early check and readiness.
-type storeHealth struct {
-	kind string // runstore.StoreError's Kind
-	err  string
-	at   time.Time
-}
-
-// noteStore records the outcome of a write to the store: a refusal for good (full, read-only)
-// makes the next execs fail before they start work, until a write or a probe succeeds.
+// noteStore counts a failed write to the store (metrics).
 func (d *durableRuns) noteStore(err error) {
-	switch kind := runstore.StoreErrorKind(err); kind {
-	case "":
-		if err == nil || !runstore.IsStoreError(err) {
-			d.health.Store(nil)
-		}
-	default:
+	if runstore.IsStoreError(err) {
 		d.storeFailures.Add(1)
-		d.health.Store(&storeHealth{kind: kind, err: err.Error(), at: time.Now()})
 	}
 }
 
 // refusing reports why the store refuses writes right now ("" when it does not): exec checks it
 // before running a cell that may suspend, so that it fails before its tool calls run, not after.
-// A refusal older than a takeover is probed again (one Usage call) before it is believed.
+// It is the store's own record of its last write or probe (a readiness probe counts), and when
+// that says nothing, one probe per takeover.
 func (d *durableRuns) refusing(ctx context.Context) (kind, msg string) {
-	h := d.health.Load()
-	// Only a store that answers and refuses: an unreachable one may be back by the time a cell
-	// suspends, and a cell that completes never needs it.
-	if h == nil || (h.kind != "full" && h.kind != "readonly") {
+	r, ok := d.store.(interface{ Refusing() (kind, msg string) })
+	if !ok {
+		return "", "" // an in-process store never refuses for lack of room: its limits say so
+	}
+	if kind, msg = r.Refusing(); kind != "" {
+		return kind, msg
+	}
+	// Nothing refused lately: probe anyway once per takeover, so the first exec after Redis
+	// filled up (with no write since, and no readiness probe) fails before it runs, not after.
+	now := time.Now().UnixNano()
+	last := d.probed.Load()
+	if now-last < int64(d.lease) || !d.probed.CompareAndSwap(last, now) {
 		return "", ""
 	}
-	if time.Since(h.at) > d.lease {
-		if p, ok := d.store.(interface{ Ping(context.Context) error }); ok {
-			c, cancel := context.WithTimeout(ctx, d.lease)
-			err := p.Ping(c)
-			cancel()
-			if err == nil {
-				d.health.Store(nil)
-				return "", ""
-			}
-			d.noteStore(err)
-			h = d.health.Load()
-		}
+	if p, ok := d.store.(interface{ Ping(context.Context) error }); ok {
+		c, cancel := context.WithTimeout(ctx, d.lease)
+		_ = p.Ping(c)
+		cancel()
 	}
-	return h.kind, h.err
+	return r.Refusing()
 }
 
 // storeCtx bounds a store call made on behalf of no request (results, heartbeats, cleanup).

@@ -570,7 +570,8 @@ func (w *durableWait) poll(ctx context.Context) (stop func()) {
 }
 
 // checkOwnersConcurrent is checkOwners while the VM may run: it uses the calls listed before
-// the drive (Remote is not safe to read now) and never reissues.
+// the drive (Remote is not safe to read now), fails the lost ones into the cell and never
+// reissues (the next wait does, before its VM runs).
 func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 	w.mu.Lock()
 	remote := w.remote
@@ -594,15 +595,19 @@ func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 		if owners[c.Owner] {
 			continue
 		}
+		if w.disp.ReplaySafe(c.Op, c.Payload) {
+			// Left for the next wait, which reissues it before its VM runs and records that in
+			// the run's next version: a reissue here, while the VM may run, could miss the
+			// record this wait writes and be reissued again by the next (issue 20 item 3: a
+			// replay-safe call of a dead replica is reissued exactly once).
+			continue
+		}
 		w.mu.Lock()
 		skip := w.lost[c.ID] || w.consumed[c.ID]
 		w.lost[c.ID] = true
 		w.mu.Unlock()
 		switch {
 		case skip:
-		case w.disp.ReplaySafe(c.Op, c.Payload):
-			w.run.ReissueLater(c.ID) // the driver's admission writes the marker first
-			d.reissued.Add(1)
 		default:
 			d.lost.Add(1)
 			w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})

@@ -62,6 +62,36 @@ type Store struct {
 	mu        sync.Mutex
 	shards    [accountShards]shardUsage
 	refreshed time.Time
+	refusal   *refusal // the last write Redis refused for good (full, read-only); nil once one passes
+}
+
+type refusal struct {
+	kind, msg string
+}
+
+// Refusing reports whether Redis refused the store's last write (or probe) for a reason that
+// lasts — "full" (maxmemory under noeviction) or "readonly" — and with what message; "" once a
+// write or a probe succeeds again. Exec checks it before running a cell (issue 20 item 4).
+func (s *Store) Refusing() (kind, msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refusal == nil {
+		return "", ""
+	}
+	return s.refusal.kind, s.refusal.msg
+}
+
+// noteWrite records the outcome of a write for Refusing.
+func (s *Store) noteWrite(err error) {
+	kind := runstore.StoreErrorKind(err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch kind {
+	case "":
+		s.refusal = nil
+	case "full", "readonly":
+		s.refusal = &refusal{kind, err.Error()}
+	}
 }
 
 type shardUsage struct{ runs, bytes int64 }
@@ -85,6 +115,7 @@ func (s *Store) Ping(ctx context.Context) error {
 		err = s.storeError(err)
 	}
 	s.observe("ping", start, err)
+	s.noteWrite(err)
 	return err
 }
 
@@ -133,7 +164,11 @@ func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []str
 	if err != nil {
 		err = s.storeError(err)
 		s.observe(op, start, err)
+		s.noteWrite(err)
 		return nil, err
+	}
+	if writes[op] {
+		s.noteWrite(nil)
 	}
 	if len(reply) == 0 {
 		err = &runstore.StoreError{Err: errors.New("empty script reply"), Kind: "error"}
@@ -147,6 +182,9 @@ func (s *Store) run(ctx context.Context, op string, sc *redis.Script, keys []str
 	}
 	return reply[1:], nil
 }
+
+// writes are the operations that write (a success says Redis takes writes again).
+var writes = map[string]bool{"put": true, "release": true, "addresult": true, "account": true, "heartbeat": true}
 
 // verdict maps a script's status word to the store's errors.
 func verdict(status string, rest []any) error {
