@@ -157,6 +157,13 @@ type MCPServer struct {
 	// Enabled is true unless the file says false, so a server can be switched off without
 	// deleting its settings.
 	Enabled bool
+	// Trusted says the server's results are the operator's own content: they reach the model
+	// without the untrusted-content marking. Default false: an MCP server is someone else's
+	// prose.
+	Trusted bool
+	// Sequential names the server's tools (globs; ["*"] for `sequential: true`) that must not
+	// run concurrently: a run's calls to them start one at a time, in call order.
+	Sequential []string
 	// TimeoutMs bounds connecting and each request: 100–600000, default 60000.
 	TimeoutMs int
 }
@@ -176,6 +183,8 @@ type Runtime struct {
 	Admission Admission
 	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
 	Suspended Suspended
+	// Results bounds the values cells save for later cells (see Results).
+	Results Results
 }
 
 // CompileCachePath returns the directory for wazero's compilation cache, or "" when the cache is
@@ -222,6 +231,13 @@ type CodeMode struct {
 	// accepted and then clamped to MaxSearchLimit, as the contract says "clamped", not "rejected" (K5).
 	SearchDefaultLimit int
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
+	// Auto (the file's `enabled: "auto"`, with Enabled true) activates code mode only for runs
+	// whose model (api.RunContext.Model) matches PreferredModels; other runs get their tools
+	// directly. See PrefersModel.
+	Auto bool
+	// PreferredModels are model-name globs ("gpt-5*", "claude-sonnet-*") for Auto; nil means
+	// DefaultPreferredModels.
+	PreferredModels []string
 }
 
 // DefaultCodeMode returns the contract's defaults (docs/semantics.md, C2), disabled.
@@ -285,7 +301,7 @@ func defaults() *Config {
 			MaxRunsPerSession:  defaultMaxRunsPerSession,
 			MaxBytes:           defaultSuspendedMaxBytes,
 			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
-		}},
+		}, Results: defaultResults()},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,
