@@ -64,7 +64,7 @@ type Dispatcher struct {
 	// their result (nil: results.* fail and such values are truncated).
 	Results results.Store
 	// Title is the exec's title: progress messages of its calls start with it.
-	Title string
+	Title     string
 	approvals approvals
 	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
 	// outlive requests, so their updates go to whichever call is running when they arrive.

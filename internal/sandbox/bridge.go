@@ -348,7 +348,7 @@ var cellFrame = regexp.MustCompile(`cell\.js:(\d+):(\d+)`)
 type thrown struct {
 	Name, Message, Stack, Code string
 	// Missing is the cell's last read of a name tools, MCP or MCP.<server> do not have.
-	Missing *missingRead
+	Missing   *missingRead
 	line, col int // first frame in the evaluated program, 0 when none
 }
 

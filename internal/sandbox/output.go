@@ -14,7 +14,7 @@ import (
 // §11 and §23 say the same in prose; the rule is:
 //
 //   - Every entry costs its JSON-encoded size plus OutputEntryOverhead, so a million empty
-//     text('') calls cost as much as their response would; a result holds at most
+//     text(”) calls cost as much as their response would; a result holds at most
 //     MaxOutputEntries entries.
 //   - text() and json() entries may use maxOutputBytes minus the room kept for the final value
 //     (ValueReserve, until the body has returned); an entry that does not fit throws a RangeError
