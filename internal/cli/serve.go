@@ -61,6 +61,7 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exitUsage
 		}
 		defer w.Close()
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		sinks = append(sinks, w)
 	}
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})

@@ -83,8 +83,8 @@ func (m *Memory) Load(_ context.Context, sc Scope, id string) ([]byte, Entry, er
 	now := m.now()
 	m.expireLocked(now)
 	e := m.entries[id]
-	if e == nil {
-		return nil, Entry{}, notFound(id)
+	if e == nil || e.scope.Owner() != sc.Owner() {
+		return nil, Entry{}, notFound(id) // another owner's ids do not exist for this one
 	}
 	if e.scope != sc {
 		return nil, Entry{}, wrongScope(id)
@@ -111,7 +111,7 @@ func (m *Memory) DropSession(_ context.Context, sessionKey string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, e := range m.entries {
-		if e.scope.SessionKey == sessionKey {
+		if e.scope.SessionKey == sessionKey && e.scope.Principal == "" {
 			m.removeLocked(e)
 		}
 	}

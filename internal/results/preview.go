@@ -397,7 +397,7 @@ func fitJSONString(s []byte, room int) int {
 			r, sz := utf8.DecodeRune(s[i:])
 			size, n = sz, sz
 			if r == utf8.RuneError && sz == 1 {
-				n = 3
+				n = 6 // json.Marshal writes \ufffd
 			} else if r == '\u2028' || r == '\u2029' {
 				n = 6
 			}
@@ -424,10 +424,14 @@ func cutRunes(s string, n int) int {
 // Reference is the final value of a cell whose value was saved instead of shown: the
 // descriptor of the saved value and what to do with it, in at most budget bytes.
 func Reference(d Descriptor, maxOutputBytes, budget int) []byte {
-	guidance := fmt.Sprintf("Too large to show (maxOutputBytes %d): saved whole. In a later exec, await results.load(%q) and return only what you need.", maxOutputBytes, d.ID)
-	return wrap(budget, func(inner int) []byte {
+	guidance := fmt.Sprintf("Too large to show (maxOutputBytes %d), so saved whole: in a later exec, await results.load(%q) and return only what you need.", maxOutputBytes, d.ID)
+	b := wrap(budget, func(inner int) []byte {
 		return marshalOrdered([]kv{{"truncated", true}, {"reference", json.RawMessage(d.Render(inner))}, {"guidance", guidance}})
 	})
+	if len(b) > budget { // a budget this small keeps the identity only
+		b = marshalOrdered([]kv{{"truncated", true}, {"reference", json.RawMessage(d.identity())}})
+	}
+	return b
 }
 
 // Truncated is the final value of a cell whose oversized value could not be saved: its size,

@@ -32,12 +32,12 @@ func ScopeOf(rc api.RunContext) Scope {
 }
 
 // Owner is who the per-owner bound counts: the principal when one authenticated, else the
-// agent's session.
+// session.
 func (s Scope) Owner() string {
 	if s.Principal != "" {
 		return "p\x00" + s.Principal
 	}
-	return "s\x00" + s.AgentID + "\x00" + s.SessionKey
+	return "s\x00" + s.SessionKey
 }
 
 // Key identifies the scope (the run) exactly.
@@ -111,7 +111,9 @@ type Store interface {
 	Load(ctx context.Context, sc Scope, id string) ([]byte, Entry, error)
 	// Delete drops an entry; it reports whether there was one of scope's.
 	Delete(ctx context.Context, sc Scope, id string) (bool, error)
-	// DropSession drops the entries of every run of a session (the session ended).
+	// DropSession drops the entries of every run of a session nobody authenticated for (the
+	// session ended); a principal's entries outlive its sessions, like its suspended runs, and
+	// expire by their TTL.
 	DropSession(ctx context.Context, sessionKey string) error
 }
 

@@ -20,6 +20,9 @@ func TestHotMode(t *testing.T) {
 		"PendingWorkSuspends": TestPendingWorkSuspends,
 		"DeadlineHolesInWait": TestDeadlineHolesInWait,
 		"EndlessTimerChain":   TestEndlessTimerChain,
+		// issue 22: the snapshot limit and text codecs behave the same hot.
+		"SnapshotLimitLargeState": TestSnapshotLimitLargeState,
+		"TextCodecSurvivesWait":   TestTextCodecSurvivesWait,
 	} {
 		t.Run(name, f)
 	}

@@ -198,7 +198,7 @@ func jsonCost(text string, isString bool) int {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
-			n += 2 // invalid bytes become U+FFFD (3 bytes)
+			n += 5 // an invalid byte (a lone surrogate's, say) becomes \ufffd
 		case r == '\u2028' || r == '\u2029':
 			n += 3
 		}

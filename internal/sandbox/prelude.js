@@ -272,7 +272,9 @@
       const str = input === undefined ? '' : S(input);
       const buf = new U8(str.length * 3);
       const rw = encodeUTF8(str, buf, buf.length);
-      return apply(u8Subarray, buf, [0, rw[1]]);
+      const out = new U8(rw[1]); // its own buffer, of its own length
+      apply(u8Set, out, [apply(u8Subarray, buf, [0, rw[1]])]);
+      return out;
     }
     encodeInto(input, dest) {
       if (typedArrayName(dest) !== 'Uint8Array') throw new TE('TextEncoder.encodeInto: the destination must be a Uint8Array');

@@ -50,6 +50,9 @@ var valueWords = newWordSet("sk-", "gh", "xox", "akia", "aiza", "bearer", "basic
 
 // Sanitize returns ev with its inputs, result and error bounded and credentials redacted.
 func Sanitize(ev api.TrajectoryEvent) api.TrajectoryEvent {
+	if ev.Kind == api.EventControl && ev.Tool == "exec" {
+		ev.Input, ev.OriginalInput = maskCellInput(ev.Input), maskCellInput(ev.OriginalInput)
+	}
 	ev.Input = Value(ev.Input)
 	ev.OriginalInput = Value(ev.OriginalInput)
 	ev.Result = Value(ev.Result)
