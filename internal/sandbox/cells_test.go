@@ -20,7 +20,7 @@ func outputBytes(o Outcome) int {
 	return len(b)
 }
 
-// issue 18 item 3: every entry costs, so an empty text('') flood fails fast with a bounded
+// issue 18 item 3: every entry costs, so an empty text(”) flood fails fast with a bounded
 // response, and a cell that catches the error still fails.
 func TestOutputEntriesCost(t *testing.T) {
 	lim := defaultLimits()

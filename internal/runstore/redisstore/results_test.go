@@ -65,4 +65,3 @@ func TestResultsKeysAndSealing(t *testing.T) {
 		t.Fatal("opened with another key")
 	}
 }
-
