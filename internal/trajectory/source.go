@@ -19,10 +19,17 @@ import (
 // MaskSource returns code with the string literals assigned to (or compared with)
 // credential-looking names replaced by "[redacted]" (quotes kept, so the record still reads as
 // code). Code the lexer cannot follow is masked as far as it got.
-func MaskSource(code string) string {
+func MaskSource(code string) (masked string) {
 	if !hasAny(code, keyWords) {
 		return code // no credential-looking name at all
 	}
+	defer func() {
+		// The lexer is someone else's code fed hostile input: if it fails, record nothing of the
+		// source rather than something unmasked.
+		if recover() != nil {
+			masked = "[source not recorded: it could not be masked]"
+		}
+	}()
 	type span struct{ from, to int }
 	var spans []span
 	l := js.NewLexer(parse.NewInputString(code))
@@ -42,6 +49,9 @@ func MaskSource(code string) string {
 			}
 		}
 		in = start + len(text)
+		if tt == js.ErrorToken && in >= len(code) {
+			break // the lexer must not be asked past the end
+		}
 		switch tt {
 		case js.WhitespaceToken, js.LineTerminatorToken, js.CommentToken, js.CommentLineTerminatorToken:
 			continue
