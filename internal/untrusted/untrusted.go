@@ -38,7 +38,7 @@ func Wrap(content string, sources []string) string {
 }
 
 func newID() string {
-	var b [12]byte
+	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }

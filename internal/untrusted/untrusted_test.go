@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var marker = regexp.MustCompile(`<<<(END_)?UNTRUSTED_CONTENT id="([0-9a-f]{24})"`)
+var marker = regexp.MustCompile(`<<<(END_)?UNTRUSTED_CONTENT id="([0-9a-f]{16})"`)
 
 // checkOne asserts out is one marking around content: two markers with one fresh id, and none
 // in between (issue 22 item 6).
