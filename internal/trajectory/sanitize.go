@@ -57,6 +57,7 @@ func Sanitize(ev api.TrajectoryEvent) api.TrajectoryEvent {
 	ev.OriginalInput = Value(ev.OriginalInput)
 	ev.Result = Value(ev.Result)
 	ev.Error = redactClip(ev.Error, maxErrorBytes)
+	ev.Title = redactClip(ev.Title, MaxStringBytes)
 	if ev.Approval != nil {
 		a := *ev.Approval
 		a.Prompt = redactClip(a.Prompt, MaxStringBytes)

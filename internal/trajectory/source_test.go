@@ -109,3 +109,11 @@ func FuzzMaskSource(f *testing.F) {
 		}
 	})
 }
+
+func TestTraceShowsTitle(t *testing.T) { // issue 22 item 9
+	var b strings.Builder
+	Render(&b, []api.TrajectoryEvent{{Kind: api.EventControl, Tool: "exec", CallID: "c1", Title: "Count the open issues", Status: "completed"}}, RenderOptions{})
+	if !strings.Contains(b.String(), `exec c1 "Count the open issues"  completed`) {
+		t.Fatalf("%s", b.String())
+	}
+}
