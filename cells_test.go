@@ -229,7 +229,10 @@ func TestFeatureDetection(t *testing.T) { // item 4, through the library
 // Limits hold in every mode (item 5): run hot here, and cold and durable by TestColdResume and
 // TestDurableResume.
 func TestSnapshotLimitHotAndCold(t *testing.T) {
-	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.MaxSnapshotBytes = 1 << 20 }))
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) {
+		c.Tools.CodeMode.MaxSnapshotBytes = 1 << 20
+		c.Tools.CodeMode.TimeoutMs = 15000 // a loaded machine fills the state slowly
+	}))
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	const grow = `const big = []; for (let i = 0; i < 1 << 17; i++) big.push(Math.random().toString(36));`
 	r := execCode(t, s, grow+` await yield_control(); return big.length`)

@@ -276,6 +276,7 @@ func (h *spillHost) Spill(v Oversized) []byte {
 func TestOversizedValueSpills(t *testing.T) { // issue 22 item 2
 	h := &spillHost{}
 	lim := defaultLimits()
+	lim.Timeout = 20 * time.Second // building the value, not the deadline, is what this tests
 	r, o := runCell(t, h, `text("x".repeat(60000)); return Array.from({length: 20000}, (_, i) => ({i, s: "v" + i}))`, lim)
 	r.Close()
 	if o.Status != StatusCompleted || len(h.got) != 1 {
@@ -346,6 +347,7 @@ func TestSnapshotLimitLargeState(t *testing.T) {
 	lim := defaultLimits()
 	lim.MaxSnapshotBytes = 1 << 20
 	lim.MemoryLimit = 64 << 20
+	lim.Timeout = 20 * time.Second // a loaded machine builds the state slowly
 	r, o := runCell(t, nil, `const big = []; for (let i = 0; i < 1 << 17; i++) big.push(Math.random().toString(36));
 		await yield_control(); return big.length`, lim)
 	defer r.Close()

@@ -70,7 +70,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{g: g, log: log, names: map[string]bool{}, wire: map[string]json.RawMessage{},
-		sess: newSessions(), debug: debugFromEnv()}
+		sess: newSessions(), debug: debugFromEnv(log)}
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
