@@ -22,7 +22,7 @@ import (
 //     shortened answer would be wrong.
 //   - console.* entries share the same budget but also a console cap (MaxConsoleBytes, at most
 //     half of maxOutputBytes); what does not fit is dropped, and one marker entry says how many
-//     lines and bytes were dropped. The console never fails a cell.
+//     lines were dropped. The console never fails a cell.
 //   - The final value takes what is left; a value that does not fit becomes a bounded reference
 //     (the host keeps it whole, see ValueSpiller) instead of a failure.
 //
@@ -50,7 +50,6 @@ type outputState struct {
 	entries       int
 	console       int // bytes of console entries
 	dropped       int // console lines dropped
-	droppedBytes  int
 	markerAt      int // index of the console marker in Run.output, -1 when none
 	consoleCapped bool
 }
@@ -74,8 +73,20 @@ func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (qu
 	if err != nil {
 		return quickjs.Undefined, err
 	}
-	if kind == "console" {
-		return quickjs.Undefined, r.consoleOut(vm, args[1])
+	switch kind {
+	case "console":
+		if err := r.consoleOut(vm, args[1]); err != nil {
+			return quickjs.Undefined, err
+		}
+		return boolValue(r.out.consoleCapped), nil
+	case "console-drop":
+		// The guest skipped formatting a line because the console was full: count it, or say
+		// the budget is fresh again (a new result) so that the guest sends it.
+		if !r.out.consoleCapped {
+			return quickjs.False, nil
+		}
+		r.out.dropped++
+		return quickjs.True, nil
 	}
 	if r.out.entries >= MaxOutputEntries {
 		return quickjs.Undefined, r.outputExceeded(fmt.Sprintf("output limit exceeded: a result holds at most %d output entries", MaxOutputEntries))
@@ -130,7 +141,7 @@ func (r *Run) consoleOut(vm *quickjs.VM, v quickjs.Value) error {
 	}
 	cost := jsonCost(text, true) + OutputEntryOverhead
 	if room < 0 || total > len(text) || cost-OutputEntryOverhead > room {
-		r.dropConsole(total)
+		r.dropConsole()
 		return nil
 	}
 	r.outBytes += cost
@@ -140,12 +151,18 @@ func (r *Run) consoleOut(vm *quickjs.VM, v quickjs.Value) error {
 	return nil
 }
 
+func boolValue(b bool) quickjs.Value {
+	if b {
+		return quickjs.True
+	}
+	return quickjs.False
+}
+
 // dropConsole counts a dropped console line; the first drop adds the marker (its room was kept
 // in both budgets) and caps the console for the rest of the result.
-func (r *Run) dropConsole(n int) {
+func (r *Run) dropConsole() {
 	o := &r.out
 	o.dropped++
-	o.droppedBytes += n
 	if o.markerAt < 0 {
 		o.consoleCapped = true
 		o.markerAt = len(r.output)
@@ -157,14 +174,14 @@ func (r *Run) dropConsole(n int) {
 }
 
 // consoleMarker is the text of the marker entry (at most consoleMarkerRoom − the overhead).
-func consoleMarker(lines, bytes int) string {
-	return fmt.Sprintf("[console output truncated: %d more console lines (%d bytes) were dropped; use text() or json() for output that matters]", lines, bytes)
+func consoleMarker(lines int) string {
+	return fmt.Sprintf("[console output truncated: %d more console lines were dropped; use text() or json() for output that matters]", lines)
 }
 
 // takeOutput hands the result its output, completing the console marker.
 func (r *Run) takeOutput() []api.Output {
 	if r.out.markerAt >= 0 && r.out.markerAt < len(r.output) {
-		r.output[r.out.markerAt].Text = consoleMarker(r.out.dropped, r.out.droppedBytes)
+		r.output[r.out.markerAt].Text = consoleMarker(r.out.dropped)
 	}
 	o := r.output
 	r.output = nil

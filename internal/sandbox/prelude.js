@@ -22,6 +22,7 @@
   const isArray = A.isArray, stringify = J.stringify, parseJSON = J.parse;
   const imul = M.imul, floor = M.floor;
   const objectToString = O.prototype.toString;
+  const ObjectPrototype = O.prototype;
   const hasOwn = O.prototype.hasOwnProperty;
   const symbolToString = SYM.prototype.toString;
   const errorToString = E.prototype.toString;
@@ -90,6 +91,10 @@
       case 'symbol': return apply(symbolToString, value, []);
       case 'object': {
         if (value === null || isArray(value)) return value;
+        // Plain data objects are by far the most common: skip the exotic-object probes (each
+        // failed probe throws, which costs as much as the rest of the conversion).
+        const proto = getPrototypeOf(value);
+        if (proto === ObjectPrototype || proto === null) return value;
         if (isMap(value)) {
           let allStrings = true;
           apply(mapForEach, value, [(v, k) => { if (typeof k !== 'string') allStrings = false; }]);
@@ -164,7 +169,9 @@
     if (v === null) return 'null';
     if (st.values-- <= 0) return '…';
     for (let i = 0; i < st.seen.length; i++) if (st.seen[i] === v) return '[Circular]';
-    const tag = brand(v);
+    const proto = getPrototypeOf(v);
+    const plain = proto === ObjectPrototype || proto === null || isArray(v);
+    const tag = plain ? '' : brand(v);
     if (tag === '[object Promise]') return '[Promise: not awaited]';
     if (tag === '[object Error]') {
       const n = dataValue(v, 'name'), m = dataValue(v, 'message');
@@ -174,15 +181,15 @@
       return cutUnits(msg ? name + ': ' + msg : name, maxInspectString);
     }
     if (tag === '[object Date]') { try { return quote(apply(dateToISO, v, [])); } catch { return 'Invalid Date'; } }
-    if (isArrayBuffer(v)) return '[ArrayBuffer ' + apply(arrayBufferByteLength, v, []) + ' bytes]';
-    const ta = typedArrayName(v);
+    if (!plain && isArrayBuffer(v)) return '[ArrayBuffer ' + apply(arrayBufferByteLength, v, []) + ' bytes]';
+    const ta = plain ? undefined : typedArrayName(v);
     if (ta !== undefined) return '[' + ta + ' length ' + apply(typedArrayLength, v, []) + ']';
     if (depth >= maxInspectDepth) return isArray(v) ? '[Array]' : '[Object]';
     push(st.seen, v);
     const parts = [];
     let more = 0, open = '{', close = '}';
     try {
-      if (isMap(v) || isSet(v)) {
+      if (!plain && (isMap(v) || isSet(v))) {
         const map = isMap(v);
         open = (map ? 'Map(' : 'Set(') + apply(map ? mapSize : setSize, v, []) + ') {';
         apply(map ? mapForEach : setForEach, v, [(val, key) => {
@@ -416,10 +423,19 @@
     defineGlobal('json', function json(value) { apply(out, undefined, ['json', encode(value)]); });
     // console.* never fails a cell: the host keeps a cumulative console budget per result and
     // replaces what does not fit with one marker (issue 22 item 3). Levels other than log say so.
-    const level = (prefix) => function (...args) {
-      apply(out, undefined, ['console', prefix + consoleMessage(args)]);
-    };
-    const log = { log(...args) { apply(out, undefined, ['console', consoleMessage(args)]); } }.log;
+    // Once the host says the console is full, lines are only counted (formatting them would
+    // cost the cell's time for output nobody sees); if the host's budget was reset meanwhile (a
+    // wait started a new result), the line is sent after all.
+    let consoleFull = false;
+    function emit(prefix, args) {
+      if (consoleFull) {
+        if (apply(out, undefined, ['console-drop', '']) === true) return;
+        consoleFull = false;
+      }
+      consoleFull = apply(out, undefined, ['console', prefix + consoleMessage(args)]) === true;
+    }
+    const level = (prefix) => function (...args) { emit(prefix, args); };
+    const log = { log(...args) { emit('', args); } }.log;
     defineGlobal('console', freeze({ log, info: level('[info] '), warn: level('[warn] '), error: level('[error] '), debug: level('[debug] ') }));
 
     // ---- results: values kept between the cells of one run (issue 22 item 1) ----
