@@ -258,11 +258,26 @@ func sameResult(gw, direct json.RawMessage) bool {
 	return len(inner) > 0 && bytes.Contains(gw, inner)
 }
 
+// callTool returns a tool's text, or for exec the value of a completed cell.
 func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) string {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if name == "exec" {
+		b, _ := json.Marshal(res.StructuredContent)
+		var r struct {
+			Status string
+			Value  any
+			Error  string
+		}
+		_ = json.Unmarshal(b, &r)
+		if r.Status != "completed" {
+			t.Fatalf("exec: %s", b)
+		}
+		v, _ := r.Value.(string)
+		return v
 	}
 	var b strings.Builder
 	for _, c := range res.Content {
@@ -331,13 +346,11 @@ func TestAggregatorClientTraffic(t *testing.T) {
 			action = a
 			mu.Unlock()
 			out := callTool(t, cs, "exec", map[string]any{"code": `return (await MCP.ref1.testElicitation({message: "Who are you?"})).content[0].text`})
-			var res struct{ Value string }
-			_ = json.Unmarshal([]byte(out), &res)
 			want := "action=" + a
 			if a == "accept" {
 				want += `, content={"email":"ada@example.com","username":"ada"}`
 			}
-			if !strings.Contains(res.Value, want) {
+			if !strings.Contains(out, want) {
 				t.Errorf("%s: %s (want %s)", a, out, want)
 			}
 		}

@@ -280,12 +280,14 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 	var mu sync.Mutex
 	last := -1.0
 	return func(p, total float64, msg string) {
+		// Held while sending: nested calls report from several goroutines, and the values must
+		// reach the client in the order they were made (issue 21 item 1).
 		mu.Lock()
+		defer mu.Unlock()
 		if p <= last {
 			p = last + 1e-6
 		}
 		last = p
-		mu.Unlock()
 		_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
 	}
 }
