@@ -43,6 +43,72 @@ func aggregatorServe(t *testing.T, codeMode bool, extra string) *served {
 	return startServe(t, nil, "--http", "127.0.0.1:0", "--config", p)
 }
 
+// TestAggregatorPolicyAndChanges: a denied server's prompts and resources are absent and
+// unreachable, the other's keep their own names, and an upstream's prompts/list_changed reaches
+// the client with the new prompt listed (issue 21 item 3).
+func TestAggregatorPolicyAndChanges(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(name string) string {
+		return fmt.Sprintf(`%s: {command: %q, env: {%s: "stdio"}, timeoutMs: 20000}`, name, exe, referenceEnv)
+	}
+	cfg := fmt.Sprintf(`{tools: {codeMode: false, deny: ["mcp:ref2:*"]}, mcp: {servers: {%s, %s}}}`, ref("ref1"), ref("ref2"))
+	p := filepath.Join(t.TempDir(), "codemode.json5")
+	if err := os.WriteFile(p, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServe(t, nil, "--http", "127.0.0.1:0", "--config", p)
+	changed := make(chan struct{}, 4)
+	c := mcp.NewClient(&mcp.Implementation{Name: "policy", Version: "1"}, &mcp.ClientOptions{
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) { changed <- struct{}{} },
+	})
+	ctx := context.Background()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	list := func() map[string]bool {
+		res, err := cs.ListPrompts(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, p := range res.Prompts {
+			out[p.Name] = true
+		}
+		return out
+	}
+	names := list()
+	if len(names) != 4 || !names["test_simple_prompt"] {
+		t.Fatalf("with ref2 denied, ref1's prompts keep their names: %v", names)
+	}
+	for _, name := range []string{"ref2/test_simple_prompt"} {
+		if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name}); err == nil {
+			t.Errorf("prompt %s of a denied server answered", name)
+		}
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "codemode://ref2/test://static-text"}); err == nil {
+		t.Error("a denied server's resource was read")
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err != nil {
+		t.Errorf("ref1's resource by its own URI: %v", err)
+	}
+	if out := callTool(t, cs, "test_add_prompt", map[string]any{"name": "fresh"}); out != "added fresh" {
+		t.Fatal(out)
+	}
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no notifications/prompts/list_changed")
+	}
+	if names := list(); !names["fresh"] {
+		t.Errorf("the new prompt is not listed: %v", names)
+	}
+}
+
 // rawRPC is a hand-written streamable HTTP client: it returns results byte for byte.
 type rawRPC struct {
 	t   *testing.T

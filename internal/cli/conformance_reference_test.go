@@ -245,6 +245,20 @@ func referenceServer() *mcp.Server {
 			return text("updated " + in.URI)
 		})
 
+	// Not a suite fixture either: adds a prompt, so the server sends prompts/list_changed.
+	add("test_add_prompt", "Adds a prompt named name",
+		json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		func(_ context.Context, r *mcp.CallToolRequest) *mcp.CallToolResult {
+			var in struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(r.Params.Arguments, &in)
+			srv.AddPrompt(&mcp.Prompt{Name: in.Name, Description: "added at run time"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "new"}}}}, nil
+			})
+			return text("added " + in.Name)
+		})
+
 	// Resources.
 	res := func(name, uri, title, desc, mime string, contents func(uri string) *mcp.ResourceContents) {
 		srv.AddResource(&mcp.Resource{Name: name, URI: uri, Title: title, Description: desc, MIMEType: mime},
