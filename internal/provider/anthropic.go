@@ -251,6 +251,10 @@ func anthropicResponse(msg *antReply) *Response {
 			}
 		case "tool_use":
 			call := ToolCall{ID: string(b.ID), Name: string(b.Name), RawArguments: string(b.Input)}
+			if call.ID == "" {
+				// The API always sends one; the result must still pair with the call.
+				call.ID = "toolu_" + strconv.Itoa(len(res.ToolCalls))
+			}
 			parseArguments(&call)
 			if call.Malformed == "" && strings.TrimSpace(call.RawArguments) == "" {
 				// Unlike OpenAI's argument text, a tool_use input is required.
