@@ -16,6 +16,7 @@ require (
 	github.com/tetratelabs/wazero v1.12.0
 	github.com/tidwall/gjson v1.20.0
 	github.com/titanous/json5 v1.0.0
+	go.yaml.in/yaml/v4 v4.0.0-rc.2
 	golang.org/x/sync v0.23.0
 	golang.org/x/text v0.42.0
 )
