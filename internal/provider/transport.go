@@ -457,7 +457,7 @@ func (c *call) fail(err error, w wire) error {
 		e.Message = "a redirect"
 		where := "elsewhere"
 		if u, perr := url.Parse(c.header.Get("Location")); perr == nil && u.String() != "" {
-			where = clean(redactURL(u), 200)
+			where = "to " + clean(redactURL(u), 200)
 		}
 		e.hint = fmt.Sprintf("the server redirects %s, and model requests do not follow redirects (they would carry the API key); set the base URL to where the API really is", where)
 	case errors.Is(err, errStatus):

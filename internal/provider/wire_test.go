@@ -503,7 +503,7 @@ func TestNoRedirects(t *testing.T) {
 			if !errors.As(err, &e) || e.Kind != KindProtocol || e.Status != http.StatusTemporaryRedirect || e.Attempts != 1 {
 				t.Fatalf("err = %#v", err)
 			}
-			if msg := err.Error(); !strings.Contains(msg, "redirects "+elsewhere+"/steal") || strings.Contains(msg, "token=abc") {
+			if msg := err.Error(); !strings.Contains(msg, "redirects to "+elsewhere+"/steal") || strings.Contains(msg, "token=abc") {
 				t.Errorf("message = %q", msg)
 			}
 		})
