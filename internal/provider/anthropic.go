@@ -179,12 +179,12 @@ func argumentObject(tc ToolCall) json.RawMessage {
 // The reply, exactly the fields we read (a message object, and the events of a stream).
 type (
 	antReply struct {
-		ID         text       `json:"id"`
-		Type       text       `json:"type"`
-		Model      text       `json:"model"`
-		Content    []antBlock `json:"content"`
-		StopReason text       `json:"stop_reason"`
-		Usage      *antUsage  `json:"usage"`
+		ID         text              `json:"id"`
+		Type       text              `json:"type"`
+		Model      text              `json:"model"`
+		Content    bounded[antBlock] `json:"content"`
+		StopReason text              `json:"stop_reason"`
+		Usage      *antUsage         `json:"usage"`
 	}
 	antBlock struct {
 		Type text `json:"type"`
@@ -357,6 +357,9 @@ func anthropicDecodeStream(events *sseReader) (*Response, error) {
 		case "content_block_start":
 			if ev.ContentBlock == nil || ev.Index == nil || *ev.Index != int64(len(blocks)) {
 				return nil, protocolf("stream event %d (content_block_start) is not the start of block %d", n, len(blocks))
+			}
+			if len(blocks) >= maxItems {
+				return nil, protocolf("the stream opens more than %d content blocks", maxItems)
 			}
 			blocks = append(blocks, &antStreamBlock{block: *ev.ContentBlock})
 		case "content_block_delta":

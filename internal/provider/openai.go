@@ -159,10 +159,10 @@ func argumentText(tc ToolCall) string {
 // The reply, exactly the fields we read (chat.completion and chat.completion.chunk).
 type (
 	oaiCompletion struct {
-		ID      text        `json:"id"`
-		Model   text        `json:"model"`
-		Choices []oaiChoice `json:"choices"`
-		Usage   *oaiUsage   `json:"usage"`
+		ID      text               `json:"id"`
+		Model   text               `json:"model"`
+		Choices bounded[oaiChoice] `json:"choices"`
+		Usage   *oaiUsage          `json:"usage"`
 	}
 	oaiChoice struct {
 		Index        *int64   `json:"index"`
@@ -172,9 +172,9 @@ type (
 	}
 	// oaiReply is a choice's message, or (in a chunk) its delta.
 	oaiReply struct {
-		Content   oaiContent `json:"content"`
-		Refusal   text       `json:"refusal"`
-		ToolCalls []oaiCall  `json:"tool_calls"`
+		Content   oaiContent       `json:"content"`
+		Refusal   text             `json:"refusal"`
+		ToolCalls bounded[oaiCall] `json:"tool_calls"`
 	}
 	oaiCall struct {
 		// Index orders the calls of a stream; absent in a complete message.
@@ -217,12 +217,16 @@ func (c *oaiContent) UnmarshalJSON(b []byte) error {
 		}
 		*c = oaiContent(s)
 	default:
-		var parts []struct {
+		var parts bounded[struct {
 			Type text `json:"type"`
 			Text text `json:"text"`
-		}
+		}]
 		if err := json.Unmarshal(b, &parts); err != nil {
-			return errors.New("content is neither a string nor an array of parts")
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return errors.New("content is neither a string nor an array of parts")
+			}
+			return err
 		}
 		var sb strings.Builder
 		for _, p := range parts {
@@ -376,6 +380,9 @@ func openaiDecodeStream(events *sseReader) (*Response, error) {
 					sc = &oaiStreamCall{index: maxIndex + 1}
 				}
 				if byIndex[sc.index] == nil {
+					if len(calls) >= maxItems {
+						return nil, protocolf("the stream opens more than %d tool calls", maxItems)
+					}
 					byIndex[sc.index] = sc
 					calls = append(calls, sc)
 					maxIndex = max(maxIndex, sc.index)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 )
 
 // JSON pieces shared by both dialects. Replies are decoded with encoding/json into types that
@@ -14,6 +15,39 @@ import (
 // through (ids, model names, stop reasons, token counts): an OpenAI-compatible server that
 // sends a numeric id or a fractional token count still works, and nothing it sends there can
 // change what the model said.
+
+// maxItems bounds every array of a reply we decode (choices, tool calls, content blocks,
+// content parts) and the tool calls and blocks a stream may open. Real replies carry a
+// handful; a hostile one of a million `{}` must not become a million structs, each many
+// times the size of its two bytes (a 16 MiB body would otherwise cost gigabytes).
+const maxItems = 1024
+
+// bounded is a JSON array of at most maxItems elements (null reads as empty).
+type bounded[T any] []T
+
+func (b *bounded[T]) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		*b = nil
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+		return &json.UnmarshalTypeError{Value: jsonKind(data), Type: reflect.TypeOf(*b)}
+	}
+	out := (*b)[:0]
+	for dec.More() {
+		if len(out) >= maxItems {
+			return fmt.Errorf("an array has more than %d elements", maxItems)
+		}
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	*b = out
+	return nil
+}
 
 // text is a JSON string. null and values of other types read as "" instead of failing the
 // whole reply.
@@ -101,7 +135,24 @@ func decodeReply(what string, data []byte, v any) error {
 	case errors.As(err, &syn):
 		return protocolf("%s is not JSON (%s at byte %d)", what, syn.Error(), syn.Offset)
 	case errors.As(err, &typ):
-		return protocolf("%s has a JSON %s where field %q should be something else", what, typ.Value, typ.Field)
+		return protocolf("%s: field %q cannot be a JSON %s", what, typ.Field, typ.Value)
 	}
 	return protocolf("%s is not valid: %v", what, err)
+}
+
+// jsonKind names the kind of a JSON value by its first byte, as encoding/json's errors do.
+func jsonKind(data []byte) string {
+	switch t := bytes.TrimSpace(data); {
+	case len(t) == 0:
+		return "nothing"
+	case t[0] == '{':
+		return "object"
+	case t[0] == '[':
+		return "array"
+	case t[0] == '"':
+		return "string"
+	case t[0] == 't' || t[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -689,6 +691,78 @@ func FuzzAnthropicJSON(f *testing.F) {
 					t.Fatalf("RawArguments %q is not in the body", tc.RawArguments)
 				}
 			}
+		}
+	})
+}
+
+// TestReplyBounds: a hostile reply of many tiny elements is refused, not turned into that
+// many structs (a 16 MiB body of `{},` would cost gigabytes decoded), and a huge argument
+// object is validated without building it. The memory bounds are generous: they
+// prove the limits exist, not how fast anything is.
+func TestReplyBounds(t *testing.T) {
+	many := func(open, elem, close string, n int) []byte {
+		return []byte(open + strings.Repeat(elem+",", n-1) + elem + close)
+	}
+	allocated := func(f func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f()
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	// 128K elements: decoded one struct each, they would take 4 MB (two-string parts) to 40 MB
+	// (choices); refused at the bound, the decoder holds little more than copies of the body.
+	const huge, limit = 128 << 10, 3 << 20
+	for _, tc := range []struct {
+		name string
+		w    wire
+		body []byte
+	}{
+		{"openai tool calls", openaiWire, many(`{"choices":[{"message":{"tool_calls":[`, `{}`, `]}}]}`, huge)},
+		{"openai choices", openaiWire, many(`{"choices":[`, `{}`, `]}`, huge)},
+		{"openai content parts", openaiWire, many(`{"choices":[{"message":{"content":[`, `{}`, `]}}]}`, huge)},
+		{"anthropic content blocks", anthropicWire, many(`{"type":"message","content":[`, `{}`, `]}`, huge)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if n := allocated(func() { _, err = tc.w.decodeJSON(tc.body) }); n > limit {
+				t.Errorf("decoding %d bytes allocated %d KB", len(tc.body), n>>10)
+			}
+			var pe *protocolError
+			if !errors.As(err, &pe) || !strings.Contains(pe.detail, "more than 1024 elements") {
+				t.Fatalf("err = %v", err)
+			}
+		})
+	}
+	// At the bound itself a reply is fine.
+	if res, err := openaiWire.decodeJSON(many(`{"choices":[{"message":{"tool_calls":[`, `{"function":{"name":"exec","arguments":"{}"}}`, `]},"finish_reason":"tool_calls"}]}`, maxItems)); err != nil || len(res.ToolCalls) != maxItems {
+		t.Fatalf("%d calls, err %v", len(res.ToolCalls), err)
+	}
+	t.Run("streams", func(t *testing.T) {
+		calls := make([]string, 0, maxItems+1)
+		for i := range maxItems + 1 {
+			calls = append(calls, oaiChunkOf(`{"tool_calls":[{"index":`+strconv.Itoa(i)+`,"id":"c`+strconv.Itoa(i)+`","function":{"name":"exec","arguments":"{}"}}]}`, ""))
+		}
+		if _, err := decodeStream(openaiWire, sse(calls...), false); err == nil || !strings.Contains(err.Error(), "more than 1024 tool calls") {
+			t.Errorf("openai: %v", err)
+		}
+		blocks := []string{antStart}
+		for i := range maxItems + 1 {
+			blocks = append(blocks, `{"type":"content_block_start","index":`+strconv.Itoa(i)+`,"content_block":{"type":"text","text":""}}`)
+		}
+		if _, err := decodeStream(anthropicWire, antSSE(blocks...), false); err == nil || !strings.Contains(err.Error(), "more than 1024 content blocks") {
+			t.Errorf("anthropic: %v", err)
+		}
+	})
+	t.Run("arguments", func(t *testing.T) {
+		raw := string(many(`{`, `"k":0`, `}`, huge))
+		call := ToolCall{Name: "exec", RawArguments: raw}
+		if n := allocated(func() { parseArguments(&call) }); n > limit {
+			t.Errorf("validating %d bytes of arguments allocated %d KB", len(raw), n>>10)
+		}
+		if call.Malformed != "" || len(call.Arguments) != len(raw) {
+			t.Fatalf("malformed %q", call.Malformed)
 		}
 	})
 }
