@@ -79,7 +79,9 @@ func (s ServeHTTP) ReadBodyTimeout() time.Duration {
 }
 
 // IdleTimeout is IdleTimeoutSeconds as a duration.
-func (s ServeHTTP) IdleTimeout() time.Duration { return time.Duration(s.IdleTimeoutSeconds) * time.Second }
+func (s ServeHTTP) IdleTimeout() time.Duration {
+	return time.Duration(s.IdleTimeoutSeconds) * time.Second
+}
 
 // SessionIdleTimeout is SessionIdleTimeoutSeconds as a duration.
 func (s ServeHTTP) SessionIdleTimeout() time.Duration {
