@@ -23,8 +23,8 @@ type session struct {
 	// principal is who opened the session ("" nobody): a request of another principal on the
 	// same session id is refused (mcpEndpoint), so a session id is no bearer credential.
 	principal string
-	ctx    context.Context // cancelled when the session ends
-	cancel context.CancelFunc
+	ctx       context.Context // cancelled when the session ends
+	cancel    context.CancelFunc
 }
 
 type sessions struct {
