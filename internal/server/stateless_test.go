@@ -1,0 +1,285 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// statelessClient connects go-sdk's default client (it tries 2026-07-28 first), optionally
+// with a bearer token.
+func statelessClient(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	hc := http.DefaultClient
+	if token != "" {
+		hc = &http.Client{Transport: bearerRT{token}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, opts).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func sessionClient(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	hc := http.DefaultClient
+	if token != "" {
+		hc = &http.Client{Transport: bearerRT{token}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "session", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// TestBothGenerationsOnOnePort: go-sdk v1.8.0's default client negotiates 2026-07-28 (no
+// session); a session-protocol client still works on the same endpoint; exec → waiting from one
+// stateless client, wait from a fresh one → completed (issue 19 items 1–2).
+func TestBothGenerationsOnOnePort(t *testing.T) {
+	srv, _, ctx := openServer(t, config.Default(), nil)
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
+	t.Cleanup(ts.Close)
+	url := ts.URL + "/mcp"
+
+	a := statelessClient(t, url, "", nil)
+	if v := a.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %q", v)
+	}
+	if a.ID() != "" {
+		t.Fatalf("a stateless client got session %q", a.ID())
+	}
+	r := callExec(t, a, "exec", map[string]any{"code": `await yield_control("later"); return "resumed"`})
+	if r.Status != api.StatusWaiting {
+		t.Fatalf("%+v", r)
+	}
+	if n := srv.sess.count(); n != 0 {
+		t.Fatalf("%d sessions registered for stateless requests", n)
+	}
+	b := statelessClient(t, url, "", nil)
+	if w := callExec(t, b, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted || string(w.Value) != `"resumed"` {
+		t.Fatalf("wait from a fresh stateless client: %+v", w)
+	}
+
+	s := sessionClient(t, url, "")
+	if v := s.InitializeResult().ProtocolVersion; v != sessionProtocol || s.ID() == "" {
+		t.Fatalf("session client: version %q, session %q", v, s.ID())
+	}
+	r = callExec(t, s, "exec", map[string]any{"code": `await yield_control(); return 2`})
+	if r.Status != api.StatusWaiting {
+		t.Fatalf("%+v", r)
+	}
+	// Without credentials the session stays the scope: a stateless client cannot continue it.
+	if w := callExec(t, b, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusFailed || !strings.Contains(w.Error, "different session") {
+		t.Fatalf("%+v", w)
+	}
+	if w := callExec(t, s, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted {
+		t.Fatalf("%+v", w)
+	}
+}
+
+// TestConversationKey: a run started with _meta codemode/conversation is waited on with the
+// same key only.
+func TestConversationKey(t *testing.T) {
+	srv, _, ctx := openServer(t, config.Default(), nil)
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
+	t.Cleanup(ts.Close)
+	cs := statelessClient(t, ts.URL+"/mcp", "", nil)
+	call := func(name string, args map[string]any, conv string) api.ExecResult {
+		p := &mcp.CallToolParams{Name: name, Arguments: args}
+		if conv != "" {
+			p.Meta = mcp.Meta{ConversationMeta: conv}
+		}
+		res, err := cs.CallTool(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r api.ExecResult
+		_ = json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &r)
+		return r
+	}
+	r := call("exec", map[string]any{"code": `await yield_control(); return 1`}, "conv-a")
+	if w := call("wait", map[string]any{"runId": r.RunID}, "conv-b"); w.Status != api.StatusFailed {
+		t.Fatalf("another conversation continued it: %+v", w)
+	}
+	if w := call("wait", map[string]any{"runId": r.RunID}, "conv-a"); w.Status != api.StatusCompleted {
+		t.Fatalf("%+v", w)
+	}
+}
+
+// principalsServer serves two token principals with different tool policies.
+func principalsServer(t *testing.T, mutate func(*config.Config), extra ...*api.Tool) (*Server, string) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Serve.Principals = []config.Principal{
+		{Name: "alice", Tools: config.PrincipalTools{Deny: []string{"native:core:secret"}}},
+		{Name: "bob", Tools: config.PrincipalTools{Allow: []string{"echo", "secret"}, DirectOnly: []string{"secret"}}, MaxRunning: 1},
+	}
+	if mutate != nil {
+		mutate(cfg)
+	}
+	srv, _, ctx := openServer(t, cfg, append([]*api.Tool{echoTool("echo", false), echoTool("secret", false)}, extra...))
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{
+		{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}}))
+	t.Cleanup(ts.Close)
+	return srv, ts.URL + "/mcp"
+}
+
+const (
+	aliceToken = "alice-token-0123456789abcdef"
+	bobToken   = "bob-token-0123456789abcdef01"
+)
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	lt, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestPrincipalsSeeTheirOwnToolsAndRuns: two token principals see different tools and cannot
+// wait on each other's runs; the same principal continues its run from another connection of
+// either protocol generation (issue 19 items 2–3).
+func TestPrincipalsSeeTheirOwnToolsAndRuns(t *testing.T) {
+	_, url := principalsServer(t, nil)
+	alice := statelessClient(t, url, aliceToken, nil)
+	bob := statelessClient(t, url, bobToken, nil)
+	if got := toolNames(t, alice); !slices.Equal(got, []string{"exec", "wait"}) {
+		t.Fatalf("alice's tools %v", got)
+	}
+	if got := toolNames(t, bob); !slices.Equal(got, []string{"exec", "secret", "wait"}) {
+		t.Fatalf("bob's tools %v", got)
+	}
+	all := `return ALL_TOOLS.map(t => t.name).filter(n => ["echo", "secret", "read"].includes(n)).sort()`
+	if r := callExec(t, alice, "exec", map[string]any{"code": all}); string(r.Value) != `["echo","read"]` {
+		t.Fatalf("alice's catalog %+v", r)
+	}
+	if r := callExec(t, bob, "exec", map[string]any{"code": all}); string(r.Value) != `["echo"]` {
+		t.Fatalf("bob's catalog %+v", r)
+	}
+	r := callExec(t, alice, "exec", map[string]any{"code": `await yield_control(); return "alice's"`})
+	if w := callExec(t, bob, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusFailed || !strings.Contains(w.Error, "different session") {
+		t.Fatalf("bob continued alice's run: %+v", w)
+	}
+	// Alice, on a session-protocol connection this time, continues it.
+	if w := callExec(t, sessionClient(t, url, aliceToken), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted {
+		t.Fatalf("%+v", w)
+	}
+}
+
+// TestPrincipalSessionBinding: a session opened by one principal cannot be used by another.
+func TestPrincipalSessionBinding(t *testing.T) {
+	_, url := principalsServer(t, nil)
+	alice := sessionClient(t, url, aliceToken)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", alice.ID())
+	req.Header.Set("Mcp-Protocol-Version", sessionProtocol)
+	req.Header.Set("Authorization", "Bearer "+bobToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), `"code":-32003`) {
+		t.Fatalf("%d %s", resp.StatusCode, b)
+	}
+}
+
+// TestAuthorizationParse: the scheme in any case and any white space between scheme and token
+// name the same principal (issue 18 item 8); anything else is refused.
+func TestAuthorizationParse(t *testing.T) {
+	_, url := principalsServer(t, nil)
+	r := callExec(t, statelessClient(t, url, aliceToken, nil), "exec", map[string]any{"code": `await yield_control(); return 1`})
+	for _, h := range []string{"bearer " + aliceToken, "Bearer  " + aliceToken, "BEARER\t" + aliceToken} {
+		rt := headerRT{h: h}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", h, err)
+		}
+		// The same principal: its waits reach alice's run (one of them continues it, the
+		// others find it gone or already continued — never "different session").
+		w := callExec(t, cs, "wait", map[string]any{"runId": r.RunID})
+		if strings.Contains(w.Error, "different session") {
+			t.Fatalf("%q derived another principal: %+v", h, w)
+		}
+		cs.Close()
+	}
+	for _, h := range []string{"Basic " + aliceToken, "Bearer", "Bearer " + aliceToken + " extra", "Bearer x" + aliceToken} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", h)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !resp.Close ||
+			!strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer ") || !strings.Contains(string(b), `"code":-32001`) {
+			t.Fatalf("%q: %d %v %s", h, resp.StatusCode, resp.Header, b)
+		}
+	}
+}
+
+type headerRT struct{ h string }
+
+func (rt headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", rt.h)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestPrincipalMaxRunning: a principal's calls past its maxRunning fail at once as overloaded,
+// and another principal is not affected.
+func TestPrincipalMaxRunning(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	hold := &api.Tool{Name: "hold", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		close(started)
+		<-release
+		return api.TextResult("held", nil)
+	}}
+	_, url := principalsServer(t, func(c *config.Config) {
+		c.Serve.Principals[1].Tools.Allow = append(c.Serve.Principals[1].Tools.Allow, "hold")
+	}, hold)
+	done := make(chan api.ExecResult, 1)
+	bob := statelessClient(t, url, bobToken, nil)
+	go func() { done <- callExec(t, bob, "exec", map[string]any{"code": `await tools.hold({}); return 1`}) }()
+	<-started
+	refused := callExec(t, statelessClient(t, url, bobToken, nil), "exec", map[string]any{"code": `return 2`})
+	if r := callExec(t, statelessClient(t, url, aliceToken, nil), "exec", map[string]any{"code": `return 3`}); r.Status != api.StatusCompleted {
+		t.Fatalf("alice was refused: %+v", r)
+	}
+	close(release)
+	if refused.Code != api.CodeOverloaded || !strings.Contains(refused.Error, "maxRunning") {
+		t.Fatalf("%+v", refused)
+	}
+	if r := <-done; r.Status != api.StatusCompleted {
+		t.Fatalf("%+v", r)
+	}
+}
