@@ -188,6 +188,7 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var p *post
 	if check.id != nil && check.method != "" {
 		p = e.s.posts.open(id, scope, check.id)
+		p.conv = validConversation(r.URL.Query().Get(ConversationQuery))
 		defer e.s.posts.close(p)
 		r.Header.Set(postHeader, p.nonce)
 		if p.ours != nil {

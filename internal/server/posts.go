@@ -43,6 +43,7 @@ type post struct {
 	key   string          // scope + "\x00" + canonical request id, for notifications/cancelled
 	rpcID json.RawMessage // the request's id as the client wrote it
 	ours  json.RawMessage // the id the SDK sees instead, when rpcID would not round-trip
+	conv  string          // the conversation key of the endpoint's URL (?conversation=)
 
 	mu        sync.Mutex
 	cancels   map[int]context.CancelFunc

@@ -38,8 +38,15 @@ import (
 
 // ConversationMeta is the `_meta` key of tools/call a client may set to keep its runs apart from
 // its other conversations: a run started with one conversation key can be waited on only with the
-// same key (and a run started without one, only without one).
+// same key (and a run started without one, only without one). A client that cannot set _meta
+// (MCP Inspector's --cli, which opens a session per call) can put the key in the endpoint's URL
+// instead: /mcp?conversation=KEY. A request with a key is scoped to its principal (anonymous on
+// a listener without credentials) and the key, never to its session, so one-shot session
+// clients can exec and then wait.
 const ConversationMeta = "codemode/conversation"
+
+// ConversationQuery is the URL query parameter that carries a conversation key.
+const ConversationQuery = "conversation"
 
 // maxConversationKey bounds the conversation key (it is part of every stored run's scope).
 const maxConversationKey = 128
@@ -180,13 +187,12 @@ func (s *Server) profileFor(name string) *profile {
 // runContext is the scope of a tool call's runs (see the comment at the top): the principal
 // when one authenticated, else the session (stdio, unauthenticated HTTP sessions), else — a
 // stateless request nobody authenticated — "anonymous".
-func runContext(id identity, st *session, meta mcp.Meta) api.RunContext {
+func runContext(id identity, st *session, conv string) api.RunContext {
 	rc := api.RunContext{AgentID: "mcp"}
-	conv := conversationKey(meta)
 	switch {
 	case id.authenticated():
 		rc.Principal, rc.SessionKey, rc.SessionID = id.principal, "principal:"+id.principal, conv
-	case st != nil:
+	case st != nil && conv == "":
 		rc.SessionKey, rc.SessionID = st.key, st.key
 	default:
 		rc.SessionKey, rc.SessionID = "principal:anonymous", conv
@@ -198,6 +204,10 @@ func runContext(id identity, st *session, meta mcp.Meta) api.RunContext {
 // not a short printable string.
 func conversationKey(meta mcp.Meta) string {
 	v, _ := meta[ConversationMeta].(string)
+	return validConversation(v)
+}
+
+func validConversation(v string) string {
 	if v == "" || len(v) > maxConversationKey || strings.ContainsFunc(v, func(r rune) bool { return !unicode.IsPrint(r) }) {
 		return ""
 	}

@@ -260,7 +260,11 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 		if ss := req.Session; ss != nil {
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
 		}
-		rc := runContext(id, st, req.Params.Meta)
+		conv := conversationKey(req.Params.Meta)
+		if conv == "" && post != nil {
+			conv = post.conv
+		}
+		rc := runContext(id, st, conv)
 		run := surf.ForRun(rc)
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
 		start := time.Now()

@@ -119,6 +119,17 @@ func TestConversationKey(t *testing.T) {
 	if w := call("wait", map[string]any{"runId": r.RunID}, "conv-a"); w.Status != api.StatusCompleted {
 		t.Fatalf("%+v", w)
 	}
+	// One-shot session clients (Inspector --cli) put the key in the URL: one session execs,
+	// another waits.
+	first := sessionClient(t, ts.URL+"/mcp?conversation=demo", "")
+	r = callExec(t, first, "exec", map[string]any{"code": `await yield_control(); return "one-shot"`})
+	first.Close()
+	if w := callExec(t, sessionClient(t, ts.URL+"/mcp?conversation=other", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusFailed {
+		t.Fatalf("another conversation continued it: %+v", w)
+	}
+	if w := callExec(t, sessionClient(t, ts.URL+"/mcp?conversation=demo", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted || string(w.Value) != `"one-shot"` {
+		t.Fatalf("%+v", w)
+	}
 }
 
 // principalsServer serves two token principals with different tool policies.
