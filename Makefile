@@ -28,6 +28,7 @@ serve: build
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
+	scripts/install-inspector.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...
