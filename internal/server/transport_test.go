@@ -405,3 +405,75 @@ func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
 }
+
+// TestStatelessProtocol checks the sessionless 2026-07-28 generation over raw HTTP, as the
+// conformance suite does for the session protocol (its 0.1.16 has no 2026-07-28 scenarios): each
+// row is one check, and all of them must run and pass (issue 19 item 1).
+func TestStatelessProtocol(t *testing.T) {
+	srv, _, ctx := openServer(t, config.Default(), nil)
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
+	t.Cleanup(ts.Close)
+	url := ts.URL + "/mcp"
+	h := func(method, name string) map[string]string {
+		m := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
+		if name != "" {
+			m["Mcp-Name"] = name
+		}
+		return m
+	}
+	req := func(id int, method, params string) string {
+		if params != "" {
+			params = "," + params
+		}
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":{%s%s}}`, id, method, meta, params)
+	}
+	checks := []struct {
+		name    string
+		body    string
+		headers map[string]string
+		want    []string // substrings of the response
+	}{
+		{"discover lists both generations", req(1, "server/discover", ""), h("server/discover", ""),
+			[]string{`"supportedVersions":["2026-07-28","2025-11-25"`, `"tools":{"listChanged":true}`, `"io.modelcontextprotocol/serverInfo"`}},
+		{"tools/list without a session", req(2, "tools/list", ""), h("tools/list", ""), []string{`"name":"exec"`, `"name":"wait"`, `"resultType":"complete"`}},
+		{"tools/call without a session", req(3, "tools/call", `"name":"exec","arguments":{"code":"return 6*7"}`), h("tools/call", "exec"), []string{`\"value\":42`}},
+		{"initialize is gone", req(4, "initialize", ""), h("initialize", ""), []string{`"code":-32601`}},
+		{"ping is gone", req(5, "ping", ""), h("ping", ""), []string{`"code":-32601`}},
+		{"Mcp-Method is required", req(6, "tools/list", ""), map[string]string{"Mcp-Protocol-Version": "2026-07-28"}, []string{`"code":-32020`}},
+		{"Mcp-Method must match", req(7, "tools/list", ""), h("tools/call", ""), []string{`"code":-32020`}},
+		{"Mcp-Name must match", req(8, "tools/call", `"name":"exec","arguments":{"code":"1"}`), h("tools/call", "wait"), []string{`"code":-32020`}},
+		{"header and _meta versions must match", req(9, "tools/list", ""), map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/list"}, []string{`"error"`}},
+		{"an unknown method is -32601", req(10, "nope/nope", ""), h("nope/nope", ""), []string{`"code":-32601`}},
+		{"an unsupported version lists the supported ones", strings.Replace(req(11, "tools/list", ""), "2026-07-28", "2099-01-01", 1),
+			map[string]string{"Mcp-Protocol-Version": "2099-01-01", "Mcp-Method": "tools/list"}, []string{`"code":-32022`, `2026-07-28`}},
+	}
+	passed := 0
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			req, _ := http.NewRequest("POST", url, strings.NewReader(c.body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.Header.Get("Mcp-Session-Id") != "" {
+				t.Fatalf("a sessionless request got a session: %s", resp.Header.Get("Mcp-Session-Id"))
+			}
+			for _, w := range c.want {
+				if !strings.Contains(string(b), w) {
+					t.Fatalf("no %s in %d %s", w, resp.StatusCode, b)
+				}
+			}
+			passed++
+		})
+	}
+	if passed != len(checks) || passed < 11 {
+		t.Fatalf("%d of %d checks passed", passed, len(checks))
+	}
+}
