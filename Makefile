@@ -24,11 +24,13 @@ serve: build
 	$(BIN) serve
 
 # npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
-# and redis-server (Debian's package, when root) for the shared run-store tests.
+# redis-server and haproxy (Debian packages, when root) for the run-store and affinity tests, and
+# MCP Inspector (npm, pinned, into .cache/inspector) for the one-shot client test.
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
 	scripts/install-inspector.sh
+	scripts/install-haproxy.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

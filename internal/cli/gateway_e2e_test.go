@@ -236,3 +236,78 @@ func TestGatewaySlowBodies(t *testing.T) {
 	}
 	t.Logf("%d slow connections open on the client side; the server holds %d descriptors", len(conns), fds())
 }
+
+// TestGatewayAffinityHaproxy: the documented haproxy recipe (examples/haproxy-affinity.cfg, as
+// shipped) in front of two replicas without a shared store. Session clients stay on their
+// replica — exec → waiting, then wait on the same session completes, for each of 12 clients —
+// and sessionless clients are balanced (issue 19 item 7).
+func TestGatewayAffinityHaproxy(t *testing.T) {
+	hap, err := exec.LookPath("haproxy")
+	if err != nil {
+		t.Skip("haproxy is not installed (Debian package haproxy)")
+	}
+	r1 := startServe(t, nil, "--http", "127.0.0.1:0")
+	r2 := startServe(t, nil, "--http", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := ln.Addr().String()
+	ln.Close()
+	cfg, _ := filepath.Abs(filepath.Join("..", "..", "examples", "haproxy-affinity.cfg"))
+	cmd := exec.Command(hap, "-f", cfg, "-db")
+	cmd.Env = append(os.Environ(), "CODEMODE_LISTEN="+front,
+		"CODEMODE_R1="+strings.TrimPrefix(r1.base, "http://"), "CODEMODE_R2="+strings.TrimPrefix(r2.base, "http://"))
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	url := "http://" + front + "/mcp"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", front)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("haproxy did not start: %s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i := range 12 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "affinity", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("session client %d: %v", i, err)
+		}
+		r := e2eExec(t, cs, "exec", map[string]any{"code": `await yield_control(); return "same replica"`})
+		if r.Status != api.StatusWaiting {
+			t.Fatalf("%+v", r)
+		}
+		if w := e2eExec(t, cs, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted {
+			t.Fatalf("session client %d lost its replica: %+v", i, w)
+		}
+		cs.Close()
+	}
+	for i := range 6 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "any", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("stateless client %d: %v", i, err)
+		}
+		if r := e2eExec(t, cs, "exec", map[string]any{"code": `return 1`}); r.Status != api.StatusCompleted {
+			t.Fatalf("%+v", r)
+		}
+		cs.Close()
+	}
+	// Both replicas served: the balancer spread the clients.
+	for _, r := range []*served{r1, r2} {
+		m := r.do(t, "GET", "/metrics", nil, "")
+		if !strings.Contains(m.body, `codemode_calls_total{call="exec"`) {
+			t.Fatalf("replica %s served no exec", r.base)
+		}
+	}
+}
