@@ -48,7 +48,7 @@ var (
 	protocolScenarios = []string{"server-initialize", "ping", "logging-set-level", "completion-complete", "tools-list",
 		"dns-rebinding-protection", "server-sse-multiple-streams", "resources-list", "prompts-list"}
 	// minChecks are the scenarios that run more than one check.
-	minChecks = map[string]int{"dns-rebinding-protection": 2, "server-sse-multiple-streams": 2}
+	minChecks     = map[string]int{"dns-rebinding-protection": 2, "server-sse-multiple-streams": 2}
 	toolScenarios = []string{"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error", "tools-call-with-progress",
 		"json-schema-2020-12"}

@@ -210,12 +210,10 @@ func TestDroppedConnectionCancels(t *testing.T) {
 	for _, gen := range []string{"stateless", "session"} {
 		t.Run(gen, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec","arguments":{"code":"await tools.hang({}); return 1"}`
-			h := map[string]string{}
+			h := map[string]string{"Mcp-Session-Id": sess.ID(), "Mcp-Protocol-Version": sessionProtocol}
 			if gen == "stateless" {
 				body += "," + meta
 				h = map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "exec"}
-			} else {
-				h = map[string]string{"Mcp-Session-Id": sess.ID(), "Mcp-Protocol-Version": sessionProtocol}
 			}
 			body += "}}"
 			rctx, cancel := context.WithCancel(context.Background())
