@@ -40,6 +40,9 @@ func ExampleSurface_Handle() {
 	// The model answers with a tool call; its arguments go to Handle unchanged.
 	args := json.RawMessage(`{"code": "const w = await tools.weather({city: 'Lisbon'}); return w.celsius > 20 ? 'warm' : 'cold'"}`)
 	res := s.Handle(ctx, "call_1", "exec", args)
+	if res.Exec.Status == api.StatusFailed {
+		log.Fatalf("%s: %s", res.Exec.Code, res.Exec.Error)
+	}
 	fmt.Println(res.Exec.Status, string(res.Exec.Value))
 	// Output:
 	// the model sees: [exec wait]
@@ -129,7 +132,7 @@ func Example_hooksAndApprovals() {
 			return api.TextResult("sent", map[string]any{"ok": true, "input": json.RawMessage(c.Input)})
 		}}
 	rt, _ := codemode.New(ctx, codemode.Options{
-		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:send_email", Prompt: "Send this email?"}}},
+		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:send_email", Prompt: "Send this email?"}}},
 		Hooks: []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
 			if ev.ToolName == "send_email" {
 				// A trusted rewrite: every email goes to the review address.
@@ -151,7 +154,7 @@ func Example_hooksAndApprovals() {
 	done := s.Wait(ctx, "c2", codemode.WaitInput{RunID: res.RunID})
 	fmt.Println(done.Status, string(done.Value), "sent:", sent)
 	// Output:
-	// waiting approval native:core:send_email Send this email? sent: 0
+	// waiting approval native:app:send_email Send this email? sent: 0
 	// completed "review@example.com" sent: 1
 }
 
@@ -163,7 +166,7 @@ func ExampleSurface_Wait() {
 	defer rt.Close()
 	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
 
-	first := s.Exec(ctx, "c1", codemode.ExecInput{Code: ptr(`let n = 20; text("before"); await yield_control("checkpoint"); text("after"); return n + 1`)})
+	first := s.Exec(ctx, "c1", codemode.ExecInput{Code: `let n = 20; text("before"); await yield_control("checkpoint"); text("after"); return n + 1`})
 	fmt.Println(first.Status, first.Reason, first.Output[0].Text)
 	last := s.Wait(ctx, "c2", codemode.WaitInput{RunID: first.RunID})
 	fmt.Println(last.Status, string(last.Value), last.Output[0].Text)
@@ -216,5 +219,3 @@ func Example_serveMCP() {
 	// Output:
 	// completed 42
 }
-
-func ptr(s string) *string { return &s }

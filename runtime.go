@@ -15,9 +15,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
@@ -27,15 +30,16 @@ import (
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/search/embed"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
 // limits, every tool allowed, the engine found or fetched as Engine describes.
 type Options struct {
 	// CodeMode is the code-mode switch and its limits (timeouts, memory, output, snapshots,
-	// search). nil means config.DefaultCodeMode() with code mode enabled. A non-nil value is used
-	// as given: Enabled false leaves every tool exposed directly (A4), and out-of-range limits make
-	// New fail.
+	// search). nil means config.DefaultCodeMode(): on, with the default limits. To change a
+	// limit, start from config.DefaultCodeMode(); a zero limit means its default, Enabled false
+	// exposes every tool directly (A4), and an out-of-range limit makes New fail naming it.
 	CodeMode *config.CodeMode
 	// Policy filters the tools of every run and names the direct-only tools.
 	Policy Policy
@@ -61,7 +65,8 @@ type Options struct {
 	// Logger receives operational logs (warnings about the tool set, an unavailable engine).
 	// nil discards them.
 	Logger *slog.Logger
-	// Engine says where the QuickJS WebAssembly module comes from.
+	// Engine says where the QuickJS WebAssembly module comes from. With code mode enabled, New
+	// fails when the module cannot be loaded, unless Engine.AllowMissing.
 	Engine Engine
 	// HotRuns bounds the suspended runs whose VM stays alive, so that wait continues it in place
 	// (about 40 µs) instead of restoring its snapshot (about 0.6 ms), and exec → waiting skips the
@@ -173,15 +178,23 @@ type Engine struct {
 	CompileCacheDir string
 	// NoCompileCache compiles the module in memory on every start (≈600 ms instead of ≈18 ms).
 	NoCompileCache bool
+	// AllowMissing lets New succeed when the module cannot be loaded: code mode then fails
+	// closed — the model still sees only exec and wait, every exec fails with
+	// runtime_unavailable, and Runtime.Err says why. For a server that must start to report its
+	// state (codemode serve does); a program that cannot work without the sandbox leaves it off
+	// and checks New's error.
+	AllowMissing bool
 }
 
 // Runtime is the process-wide code-mode runtime: the compiled QuickJS module, the template VM,
 // the catalog cache and the store of suspended runs. It is safe for concurrent use.
 type Runtime struct {
-	opts   Options
-	cm     config.CodeMode
-	log    *slog.Logger
-	engine *sandbox.Engine
+	opts Options
+	cm   config.CodeMode
+	// embedder is the optional dense-retrieval client for tool search (issue 23), or nil.
+	embedder *embed.Client
+	log      *slog.Logger
+	engine   *sandbox.Engine
 	// engineErr is why the sandbox cannot run: every exec then fails with runtime_unavailable
 	// (fail closed, never a fallback to direct tools).
 	engineErr error
@@ -197,16 +210,14 @@ type Runtime struct {
 	warned     sync.Map // warnings already logged (string → struct{})
 }
 
-// New creates a Runtime. It loads and compiles the QuickJS module when code mode is enabled; if
-// that fails, New still succeeds and every exec fails with runtime_unavailable (fail closed): Err
-// says why. New fails only for invalid options.
+// New creates a Runtime. With code mode enabled it loads and compiles the QuickJS module (found
+// or fetched as Engine describes) and fails if that is impossible, unless Engine.AllowMissing
+// (then every exec fails with runtime_unavailable and Err says why). It fails for invalid
+// options, naming the field.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
-	var cm config.CodeMode
-	if opts.CodeMode == nil {
-		cm = config.DefaultCodeMode()
-		cm.Enabled = true
-	} else {
-		cm = *opts.CodeMode
+	cm := config.DefaultCodeMode()
+	if opts.CodeMode != nil {
+		cm = withDefaultLimits(*opts.CodeMode)
 		if err := cm.Validate(); err != nil {
 			return nil, err
 		}
@@ -230,13 +241,77 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if opts.RunStore != nil {
 		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
 	}
+	if cm.SearchEmbeddings != nil {
+		c, err := newEmbedder(*cm.SearchEmbeddings)
+		if err != nil {
+			return nil, fmt.Errorf("tools.codeMode.searchEmbeddings: %w", err)
+		}
+		rt.embedder = c
+	}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
+		if rt.engineErr != nil && !opts.Engine.AllowMissing {
+			return nil, fmt.Errorf("code mode engine unavailable: %w (Options.Engine says where the QuickJS module comes from; set Engine.AllowMissing to start anyway, with every exec failing)", rt.engineErr)
+		}
 	}
 	if rt.engine != nil && rt.durable != nil {
 		rt.engine.SetOwner(rt.durable.owner)
 	}
 	return rt, nil
+}
+
+// newEmbedder makes the tool-search embeddings client from its configuration.
+func newEmbedder(c config.SearchEmbeddings) (*embed.Client, error) {
+	key := ""
+	if !c.APIKey.IsZero() {
+		k, err := c.APIKey.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("apiKey: %w", err)
+		}
+		key = k
+	}
+	dir := c.CacheDir
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "codemode", "embeddings")
+		}
+	}
+	return embed.New(embed.Config{URL: c.URL, Model: c.Model, APIKey: key,
+		QueryTimeout: time.Duration(c.QueryTimeoutMs) * time.Millisecond, CacheDir: dir})
+}
+
+// withDefaultLimits fills the zero fields of a code-mode configuration made in Go with the
+// defaults, so a literal that sets one limit keeps the others (Enabled stays as given).
+func withDefaultLimits(c config.CodeMode) config.CodeMode {
+	d := config.DefaultCodeMode()
+	fill := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill64 := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if c.Runtime == "" {
+		c.Runtime = d.Runtime
+	}
+	if c.Mode == "" {
+		c.Mode = d.Mode
+	}
+	if c.Languages == nil {
+		c.Languages = d.Languages
+	}
+	fill(&c.TimeoutMs, d.TimeoutMs)
+	fill64(&c.MemoryLimitBytes, d.MemoryLimitBytes)
+	fill(&c.MaxOutputBytes, d.MaxOutputBytes)
+	fill64(&c.MaxSnapshotBytes, d.MaxSnapshotBytes)
+	fill(&c.MaxPendingToolCalls, d.MaxPendingToolCalls)
+	fill(&c.SnapshotTTLSeconds, d.SnapshotTTLSeconds)
+	fill(&c.SearchDefaultLimit, d.SearchDefaultLimit)
+	fill(&c.MaxSearchLimit, d.MaxSearchLimit)
+	return c
 }
 
 func (rt *Runtime) loadEngine(ctx context.Context) {

@@ -203,12 +203,18 @@ const (
 	LanguageTypeScript = "typescript"
 )
 
-// CodeMode is tools.codeMode (C1, C2). Only Enabled turns code mode on; every other field is a
-// limit, already validated against the ranges listed here and in docs/semantics.md.
+// CodeMode is tools.codeMode (C1, C2): the switch and the limits of code mode. In a file only
+// `enabled: true` turns it on (an absent or disabled section leaves it off); in Go, start from
+// DefaultCodeMode() (on, with the contract's limits) and change what you need. The limits are
+// validated against the ranges listed here and in docs/semantics.md.
 type CodeMode struct {
+	// Enabled turns code mode on: the model sees exec, wait and the direct-only tools, and every
+	// other tool is catalogued behind exec. Off, every tool is exposed directly.
 	Enabled bool
-	Runtime string // RuntimeQuickJSWASI
-	Mode    string // ModeOnly: expose exec, wait and direct-only tools, catalog the rest
+	// Runtime is the sandbox: RuntimeQuickJSWASI, the only one.
+	Runtime string
+	// Mode is ModeOnly, the only one: expose exec, wait and direct-only tools, catalog the rest.
+	Mode string
 	// Languages the model may write cells in: a non-empty subset of LanguageJavaScript and
 	// LanguageTypeScript, in the order written. TypeScript off means the compiler is never loaded.
 	Languages           []string
@@ -222,12 +228,16 @@ type CodeMode struct {
 	// accepted and then clamped to MaxSearchLimit, as the contract says "clamped", not "rejected" (K5).
 	SearchDefaultLimit int
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
+	// SearchEmbeddings turns on dense retrieval for tool search; nil (the default) keeps it lexical.
+	SearchEmbeddings *SearchEmbeddings
 }
 
-// DefaultCodeMode returns the contract's defaults (docs/semantics.md, C2), disabled.
+// DefaultCodeMode returns code mode enabled with the contract's default limits
+// (docs/semantics.md, C2): what a library user starts from. A configuration file that does not
+// enable code mode gets the same limits with Enabled false (C1).
 func DefaultCodeMode() CodeMode {
 	return CodeMode{
-		Enabled:             false,
+		Enabled:             true,
 		Runtime:             RuntimeQuickJSWASI,
 		Mode:                ModeOnly,
 		Languages:           []string{LanguageJavaScript, LanguageTypeScript},
@@ -270,10 +280,17 @@ const (
 )
 
 // defaults is what an empty object parses to.
+// fileCodeMode is tools.codeMode of a file that does not mention it: off (C1).
+func fileCodeMode() CodeMode {
+	c := DefaultCodeMode()
+	c.Enabled = false
+	return c
+}
+
 func defaults() *Config {
 	return &Config{
 		Tools: Tools{
-			CodeMode: DefaultCodeMode(),
+			CodeMode: fileCodeMode(),
 			WebFetch: WebFetch{
 				Enabled:   true,
 				TimeoutMs: defaultWebFetchTimeoutMs,

@@ -447,7 +447,7 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 // codeModeKeys is in the contract's table order (docs/semantics.md, C2), which is also the order "expected one of" lists.
 var codeModeKeys = []string{"enabled", "runtime", "mode", "languages", "timeoutMs",
 	"memoryLimitBytes", "maxOutputBytes", "maxSnapshotBytes", "maxPendingToolCalls",
-	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit"}
+	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings"}
 
 func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 	if b, ok := v.(bool); ok {
@@ -489,6 +489,9 @@ func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 		}
 	}
 	c.SearchDefaultLimit = min(c.SearchDefaultLimit, c.MaxSearchLimit)
+	if v, ok := m["searchEmbeddings"]; ok && v != nil {
+		c.SearchEmbeddings = d.searchEmbeddings(p.key("searchEmbeddings"), v) // issue 23
+	}
 }
 
 // enum checks a string setting that has exactly one allowed value.

@@ -45,6 +45,10 @@ type Options struct {
 	// only continues the run until the person answered. With neither, a pending call waits
 	// until its approval rule's timeout rejects it.
 	Approver api.Approver
+	// Trajectory receives a record of each call the loop refuses itself — arguments that are
+	// not a JSON object never reach the surface — so the transcript has every call the model
+	// made (the surface records the rest through the runtime's trajectory).
+	Trajectory api.Trajectory
 }
 
 // Progress is told about model turns and control calls. The nested calls of a cell reach it
@@ -123,9 +127,11 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, op
 	p := opts.Progress
 	out := provider.ToolResult{CallID: call.ID, Name: call.Name}
 	if call.Malformed != "" {
-		// Never run a call with arguments we had to guess: tell the model what was wrong.
+		// Never run a call with arguments we had to guess: tell the model what was wrong, and
+		// show and record the refusal like any other call.
 		out.Content = fmt.Sprintf("The arguments of this %s call are not a JSON object (%s); nothing ran. Call it again with valid JSON arguments.", call.Name, call.Malformed)
 		out.IsError = true
+		refused(s, call, opts)
 		return out
 	}
 	if p != nil {
@@ -148,6 +154,27 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, op
 	}
 	out.Content, out.IsError = ResultText(r), r.IsError()
 	return out
+}
+
+// refused reports a call the loop did not run: a line on the progress stream and a failed event
+// in the trajectory, with the arguments as the model sent them (as a JSON string: they are not
+// valid JSON).
+func refused(s *codemode.Surface, call provider.ToolCall, opts *Options) {
+	reason := "refused: " + call.Malformed
+	if p := opts.Progress; p != nil {
+		p.CallStart(call)
+		p.CallEnd(call, codemode.CallResult{Err: errors.New(reason)}, 0)
+	}
+	if opts.Trajectory == nil {
+		return
+	}
+	kind, status := api.EventDirect, "error"
+	if s.Active() && (call.Name == "exec" || call.Name == "wait") {
+		kind, status = api.EventControl, api.StatusFailed
+	}
+	raw, _ := json.Marshal(call.RawArguments)
+	opts.Trajectory.Record(api.TrajectoryEvent{Kind: kind, Time: time.Now(), Run: s.RunContext(), CallID: call.ID,
+		Tool: call.Name, Input: raw, Status: status, Error: reason})
 }
 
 // decide asks a about each call the waiting run res lists and settles it. A failing approver

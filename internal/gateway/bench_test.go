@@ -57,7 +57,7 @@ func benchGateway(b *testing.B) *codemode.Surface {
 
 func benchCell(b *testing.B, s *codemode.Surface, code string, perIter int) {
 	run := func() {
-		r := s.Exec(context.Background(), "b", codemode.ExecInput{Code: &code})
+		r := s.Exec(context.Background(), "b", codemode.ExecInput{Code: code})
 		if r.Status != capi.StatusCompleted {
 			b.Fatalf("%s %s", r.Status, r.Error)
 		}

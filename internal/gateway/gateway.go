@@ -89,6 +89,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	ro.Hooks = opts.Hooks
 	ro.Approver = opts.Approver
 	ro.Engine.Wasm = opts.Wasm
+	// Fail closed but start: every exec reports runtime_unavailable and /readyz says why.
+	ro.Engine.AllowMissing = true
 	g.store = opts.RunStore
 	if g.store == nil && cfg.RunStore.Redis != nil {
 		redisstore.RouteClientLogs(log)

@@ -59,7 +59,7 @@ func open(t *testing.T, servers map[string]config.MCPServer, mutate ...func(*con
 
 func run(t *testing.T, s *codemode.Surface, code string) capi.ExecResult {
 	t.Helper()
-	return s.Exec(context.Background(), "exec_1", codemode.ExecInput{Code: &code})
+	return s.Exec(context.Background(), "exec_1", codemode.ExecInput{Code: code})
 }
 
 func value(t *testing.T, r capi.ExecResult) string {

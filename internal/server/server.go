@@ -70,7 +70,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv()}
+	s := &Server{g: g, log: log, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv(log)}
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
