@@ -137,7 +137,7 @@ func principalsServer(t *testing.T, mutate func(*config.Config), extra ...*api.T
 	t.Helper()
 	cfg := config.Default()
 	cfg.Serve.Principals = []config.Principal{
-		{Name: "alice", Tools: config.PrincipalTools{Deny: []string{"native:core:secret"}}},
+		{Name: "alice", Tools: config.PrincipalTools{Deny: []string{"native:app:secret"}}},
 		{Name: "bob", Tools: config.PrincipalTools{Allow: []string{"echo", "secret"}, DirectOnly: []string{"secret"}}, MaxRunning: 1},
 	}
 	if mutate != nil {
