@@ -270,6 +270,7 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 		start := time.Now()
 		if surf.Active() && (name == "exec" || name == "wait") {
 			if err := p.enter(id.principal); err != nil {
+				s.log.Info("call refused: the principal's maxRunning is reached", "principal", id.principal, "tool", name, "maxRunning", p.cfg.MaxRunning)
 				out := api.ExecResult{Status: api.StatusFailed, Code: api.CodeOverloaded,
 					Error: fmt.Sprintf("%s already runs %d execs and waits at once (serve.principals maxRunning): retry when one ends", describePrincipal(id), p.cfg.MaxRunning)}
 				s.metrics.observe(name, id.label(), out, time.Since(start))
@@ -287,7 +288,7 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 			}
 			out, ask := s.settleApprovals(ctx, run, req, callID, out, retry)
 			s.metrics.observe(name, id.label(), out, time.Since(start))
-			s.debug.logResult(s.log, name, callID, out)
+			s.debug.logResult(s.log, name, callID, rc.Principal, out)
 			if ask != nil {
 				return ask, nil
 			}

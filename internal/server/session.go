@@ -107,7 +107,7 @@ func (s *Server) endSession(ms *mcp.ServerSession, st *session) {
 	st.cancel()
 	n := s.g.RT.EndSession(st.key)
 	s.metrics.sessions.Dec()
-	s.log.Debug("MCP session ended", "session", st.key, "droppedRuns", n)
+	s.log.Debug("MCP session ended", "session", st.key, "principal", st.principal, "droppedRuns", n)
 }
 
 // endSessionByKey ends the session with this key now (an HTTP DELETE: the SDK's own close waits

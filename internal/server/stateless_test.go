@@ -8,10 +8,12 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -292,5 +294,48 @@ func TestPrincipalMaxRunning(t *testing.T) {
 	}
 	if r := <-done; r.Status != api.StatusCompleted {
 		t.Fatalf("%+v", r)
+	}
+}
+
+type trajRecorder struct {
+	mu  sync.Mutex
+	evs []api.TrajectoryEvent
+}
+
+func (r *trajRecorder) Record(ev api.TrajectoryEvent) {
+	r.mu.Lock()
+	r.evs = append(r.evs, ev)
+	r.mu.Unlock()
+}
+
+// TestPrincipalInTrajectory: the audit log names the principal of every control and nested call
+// (issue 19 item 3).
+func TestPrincipalInTrajectory(t *testing.T) {
+	cfg := config.Default()
+	cfg.Serve.Principals = []config.Principal{{Name: "alice"}}
+	rec := &trajRecorder{}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Tools: []*api.Tool{echoTool("echo", false)}, Trajectory: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	srv := New(g, nil)
+	t.Cleanup(srv.Close)
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}}))
+	t.Cleanup(ts.Close)
+	callExec(t, statelessClient(t, ts.URL+"/mcp", aliceToken, nil), "exec", map[string]any{"code": `return await tools.echo({x: 1})`})
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	kinds := map[string]bool{}
+	for _, ev := range rec.evs {
+		if ev.Run.Principal != "alice" {
+			t.Fatalf("%s event without the principal: %+v", ev.Kind, ev.Run)
+		}
+		kinds[string(ev.Kind)] = true
+	}
+	if !kinds[string(api.EventNested)] || !kinds[string(api.EventControl)] {
+		t.Fatalf("events %v", kinds)
 	}
 }
