@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -337,5 +338,50 @@ func TestPrincipalInTrajectory(t *testing.T) {
 	}
 	if !kinds[string(api.EventNested)] || !kinds[string(api.EventControl)] {
 		t.Fatalf("events %v", kinds)
+	}
+}
+
+// TestStatelessAcrossReplicas: two gateways sharing a run store; a stateless client's exec on
+// one and its wait on the other (issue 19 item 2: any replica sharing the run store).
+func TestStatelessAcrossReplicas(t *testing.T) {
+	store := runstore.NewMemDurable(runstore.Limits{})
+	replica := func() string {
+		cfg := config.Default()
+		cfg.Serve.Principals = []config.Principal{{Name: "alice"}}
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		g, err := gateway.Open(ctx, cfg, gateway.Options{RunStore: store})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
+		srv := New(g, nil)
+		t.Cleanup(srv.Close)
+		ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}}))
+		t.Cleanup(ts.Close)
+		return ts.URL + "/mcp"
+	}
+	a, b := replica(), replica()
+	r := callExec(t, statelessClient(t, a, aliceToken, nil), "exec", map[string]any{"code": `await yield_control(); return "elsewhere"`})
+	if r.Status != api.StatusWaiting {
+		t.Fatalf("%+v", r)
+	}
+	if w := callExec(t, statelessClient(t, b, aliceToken, nil), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted || string(w.Value) != `"elsewhere"` {
+		t.Fatalf("wait on the other replica: %+v", w)
+	}
+}
+
+// TestPrincipalApprovals: a principal's own approval rule gates a tool the others call freely.
+func TestPrincipalApprovals(t *testing.T) {
+	_, url := principalsServer(t, func(c *config.Config) {
+		c.Serve.Principals[0].Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "echo", Fallback: "deny"}}}
+		c.Serve.Principals[1].Tools.Allow = nil
+	})
+	code := `try { return await tools.echo({v: 1}) } catch (e) { return e.code }`
+	if r := callExec(t, statelessClient(t, url, aliceToken, nil), "exec", map[string]any{"code": code}); string(r.Value) != `"not_approved"` {
+		t.Fatalf("alice (approval required, nobody to ask): %+v", r)
+	}
+	if r := callExec(t, statelessClient(t, url, bobToken, nil), "exec", map[string]any{"code": code}); string(r.Value) != `{"v":1}` {
+		t.Fatalf("bob: %+v", r)
 	}
 }
