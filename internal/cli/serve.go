@@ -194,8 +194,9 @@ type listenSpec struct {
 }
 
 // listenConfig decides where and how to listen. A bare port means loopback. A non-loopback
-// address (including ":PORT", every interface) is refused unless a bearer token is configured
-// (serve.http.token or CODEMODE_TOKEN).
+// address (including ":PORT", every interface) is refused unless the listener authenticates:
+// a bearer token (serve.http.token or CODEMODE_TOKEN), principals' tokens (resolved here from
+// their {env} or {file}), or OAuth.
 func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
 	hc := serve.HTTP
 	if isDigits(addr) {
@@ -247,7 +248,7 @@ func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
 			where = "every interface"
 		}
 		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
-			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), or bind a loopback address such as 127.0.0.1:PORT",
+			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), give serve.principals their tokens, configure serve.oauth, or bind a loopback address such as 127.0.0.1:PORT",
 			addr, where, config.TokenEnv)
 	}
 	return listenSpec{addr: addr, opts: server.HTTPOptions{
