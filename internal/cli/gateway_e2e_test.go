@@ -311,3 +311,87 @@ func TestGatewayAffinityHaproxy(t *testing.T) {
 		}
 	}
 }
+
+// TestGatewayAffinityNginx: the documented nginx recipe (examples/nginx-affinity.conf with this
+// test's addresses put in) in front of two replicas: session clients keep their replica,
+// sessionless clients are served by either (issue 19 item 7).
+func TestGatewayAffinityNginx(t *testing.T) {
+	ngx, err := exec.LookPath("nginx")
+	if err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx is not installed (Debian package nginx)")
+		}
+		ngx = "/usr/sbin/nginx"
+	}
+	r1 := startServe(t, nil, "--http", "127.0.0.1:0")
+	r2 := startServe(t, nil, "--http", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := ln.Addr().String()
+	ln.Close()
+	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "nginx-affinity.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.NewReplacer("127.0.0.1:8700", front, "127.0.0.1:8701", strings.TrimPrefix(r1.base, "http://"),
+		"127.0.0.1:8702", strings.TrimPrefix(r2.base, "http://")).Replace(string(src))
+	prefix := t.TempDir()
+	path := filepath.Join(prefix, "nginx.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One process (no master and workers) so that killing it ends nginx.
+	cmd := exec.Command(ngx, "-p", prefix, "-c", path, "-g", "daemon off; master_process off;")
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", front)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nginx did not start: %s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	url := "http://" + front + "/mcp"
+	for i := range 6 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "affinity", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("session client %d: %v\n%s", i, err, out.String())
+		}
+		r := e2eExec(t, cs, "exec", map[string]any{"code": `await yield_control(); return "same replica"`})
+		if w := e2eExec(t, cs, "wait", map[string]any{"runId": r.RunID}); r.Status != api.StatusWaiting || w.Status != api.StatusCompleted {
+			t.Fatalf("session client %d: %+v then %+v", i, r, w)
+		}
+		cs.Close()
+	}
+	for i := range 6 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "any", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("stateless client %d: %v", i, err)
+		}
+		for range 2 { // discover and two execs: round robin puts execs on both replicas
+			if r := e2eExec(t, cs, "exec", map[string]any{"code": `return 1`}); r.Status != api.StatusCompleted {
+				t.Fatalf("%+v", r)
+			}
+		}
+		cs.Close()
+	}
+	for _, r := range []*served{r1, r2} {
+		if m := r.do(t, "GET", "/metrics", nil, ""); !strings.Contains(m.body, `codemode_calls_total{call="exec"`) {
+			t.Fatalf("replica %s served no exec: the sessionless pool was not balanced", r.base)
+		}
+	}
+}
