@@ -154,10 +154,11 @@ type MCPServer struct {
 	URL     string            // http or https
 	Headers map[string]string // sent with every HTTP request
 
-	// Enabled is true unless the file says false, so a server can be switched off without
-	// deleting its settings.
-	Enabled bool
-	// TimeoutMs bounds connecting and each request: 100–600000, default 60000.
+	// Disabled switches the server off without deleting its settings (`enabled: false` in the
+	// file; a server is on unless it says so).
+	Disabled bool
+	// TimeoutMs bounds connecting and each request: 100–600000, default 60000 (0 means the
+	// default).
 	TimeoutMs int
 }
 
@@ -174,7 +175,8 @@ type Runtime struct {
 	CompileCacheDir string // "" means a "codemode/wazero" directory in the user cache dir
 	// Admission bounds the execs and waits running at once (see Admission).
 	Admission Admission
-	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
+	// Suspended bounds the store of suspended runs in all, per principal and per session, in
+	// runs and in bytes (see Suspended).
 	Suspended Suspended
 }
 
@@ -297,12 +299,8 @@ func defaults() *Config {
 				MaxBytes:  defaultWebFetchMaxBytes,
 			},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true, Suspended: Suspended{
-			MaxRunsPerSession:  defaultMaxRunsPerSession,
-			MaxBytes:           defaultSuspendedMaxBytes,
-			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
-		}},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
+		Runtime: Runtime{CompileCache: true},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,

@@ -458,11 +458,11 @@ func TestMCPServers(t *testing.T) { // M1: stdio and streamable HTTP servers
 	}`)
 	want := map[string]MCPServer{
 		"github": {Command: "node", Args: []string{"server.js"}, Env: map[string]string{"TOKEN": "x"},
-			Cwd: "/tmp", Enabled: true, TimeoutMs: 60000},
+			Cwd: "/tmp", TimeoutMs: 60000},
 		"remote": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer x"},
-			Enabled: true, TimeoutMs: 60000},
-		"chrome-devtools": {Command: "npx", Enabled: false, TimeoutMs: 100},
-		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", Enabled: true, TimeoutMs: 600000},
+			TimeoutMs: 60000},
+		"chrome-devtools": {Command: "npx", Disabled: true, TimeoutMs: 100},
+		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", TimeoutMs: 600000},
 	}
 	if !reflect.DeepEqual(cfg.MCP.Servers, want) {
 		t.Errorf("servers = %+v\nwant %+v", cfg.MCP.Servers, want)

@@ -570,7 +570,7 @@ func (d *decoder) mcp(p path, v any, mc *MCP) {
 }
 
 func (d *decoder) server(p path, v any) MCPServer {
-	s := MCPServer{Enabled: true, TimeoutMs: defaultMCPServerTimeoutMs}
+	s := MCPServer{TimeoutMs: defaultMCPServerTimeoutMs}
 	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs")
 	if !ok {
 		return s
@@ -585,7 +585,9 @@ func (d *decoder) server(p path, v any) MCPServer {
 	}
 	d.setString(p, m, "cwd", &s.Cwd)
 	d.setString(p, m, "url", &s.URL)
-	d.setBool(p, m, "enabled", &s.Enabled)
+	enabled := true
+	d.setBool(p, m, "enabled", &enabled)
+	s.Disabled = !enabled
 	setInt(d, p, m, "timeoutMs", 100, 600000, &s.TimeoutMs)
 	if v, ok := m["env"]; ok {
 		if env, ok := d.stringMap(p.key("env"), v); ok {

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/agent"
-	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
@@ -138,13 +138,13 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(sinks) > 0 {
 		traj = procs.trajectory(trajectory.Multi(sinks...))
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed
 	}
 	defer g.Close()
-	if err := g.RT.Err(); err != nil {
+	if err := g.Runtime().Err(); err != nil {
 		// Fail closed: never fall back to showing the model every tool.
 		fmt.Fprintln(stderr, "codemode agent: code mode runtime unavailable:", err)
 		return exitFailed
@@ -152,7 +152,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rc := agentRun(*model, *prov)
 	s := g.Surface(rc, ctools)
 	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
-	defer g.RT.EndSession(rc.SessionKey)
+	defer g.Runtime().EndSession(rc.SessionKey)
 	retries := *maxRetries
 	if retries == 0 {
 		retries = -1 // provider.Options: 0 is the default, negative is none
@@ -174,7 +174,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	res, err := agent.Run(ctx, s, opts, prompt)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			n := g.RT.EndSession(rc.SessionKey)
+			n := g.Runtime().EndSession(rc.SessionKey)
 			fmt.Fprintf(stderr, "codemode agent: interrupted; the run was cancelled with its suspended work (%d suspended code-mode run%s dropped)\n", n, plural(n))
 			return exitInterrupted
 		}

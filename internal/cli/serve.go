@@ -14,7 +14,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
@@ -128,8 +127,9 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	}
 	hc := cfg.Serve.HTTP
 	ln := server.LimitListener(tcp, hc.MaxConnections, hc.MaxConnectionsPerClient)
+	calls := &inFlight{}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(ctx, lst.opts),
+		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
 		ReadHeaderTimeout: hc.ReadHeaderTimeout(),
 		IdleTimeout:       hc.IdleTimeout(),
 		MaxHeaderBytes:    64 << 10,
@@ -148,16 +148,17 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if !lst.opts.Loopback {
 		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
 	}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
+		drain(srv, hs, calls, g, cfg, log)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
+	<-drained
 	return exitOK
 }
 

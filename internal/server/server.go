@@ -39,11 +39,12 @@ type Server struct {
 	profiles map[string]*profile
 	calls    atomic.Int64
 
-	sess    *sessions
-	posts   *posts
-	states  *stateSigner
-	metrics *metrics
-	debug   debugFlags
+	sess     *sessions
+	posts    *posts
+	states   *stateSigner
+	metrics  *metrics
+	debug    debugFlags
+	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
 }
 
 // Version is reported to clients in serverInfo.
@@ -75,6 +76,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
 		upstreams:      g.MCPStatus, admission: o.Admission,
+		store: storeSources(g),
 	})
 	if s.debug.transport {
 		s.sdkLog = log
