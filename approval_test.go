@@ -282,7 +282,7 @@ func TestWithApprovals(t *testing.T) {
 	f := &files{writes: map[string]int{}}
 	rt := newRuntime(t, testConfig(t))
 	base := rt.Activate(api.RunContext{SessionKey: "s"}, []*api.Tool{f.tool()})
-	strict, err := base.WithApprovals(api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:write"}}})
+	strict, err := base.WithApprovals(api.Approvals{Rules: []api.ApprovalRule{{Match: "write"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
