@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
@@ -383,5 +384,52 @@ func TestPrincipalApprovals(t *testing.T) {
 	}
 	if r := callExec(t, statelessClient(t, url, bobToken, nil), "exec", map[string]any{"code": code}); string(r.Value) != `{"v":1}` {
 		t.Fatalf("bob: %+v", r)
+	}
+}
+
+// TestStatelessProgressAndListChanged: a sessionless client gets progress notifications on its
+// request's stream, and tools/list_changed through subscriptions/listen (docs/gateway.md's
+// feature table).
+func TestStatelessProgressAndListChanged(t *testing.T) {
+	step := &api.Tool{Name: "step", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		if c.Update != nil {
+			c.Update(api.ContentBlock{Type: "text", Text: "half way"})
+		}
+		return api.TextResult("done", nil)
+	}}
+	cfg := config.Default()
+	srv, g, ctx := openServer(t, cfg, []*api.Tool{step})
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
+	t.Cleanup(ts.Close)
+	progressed := make(chan string, 8)
+	changed := make(chan struct{}, 8)
+	cs := statelessClient(t, ts.URL+"/mcp", "", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			progressed <- r.Params.Message
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	p := &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": `return await tools.step({})`}}
+	p.SetProgressToken("tok-1")
+	if _, err := cs.CallTool(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-progressed:
+		if !strings.Contains(m, "half way") {
+			t.Fatalf("progress message %q", m)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no progress notification reached the stateless client")
+	}
+	cfg2 := *g.Cfg
+	cfg2.Plugins.Git.Enabled = true
+	if _, err := g.ReloadPlugins(ctx, &cfg2); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no tools/list_changed reached the stateless client")
 	}
 }
