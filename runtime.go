@@ -258,16 +258,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	for i, r := range opts.Approvals.Rules {
-		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
-			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
-		}
-		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
-			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
-		}
-		if r.Timeout < 0 {
-			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
-		}
+	if err := checkApprovals(opts.Approvals); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
@@ -385,6 +377,22 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 		eng.SetHotCache(sandbox.NewHotCache(n, bytes))
 	}
 	rt.mod, rt.engine = mod, eng
+}
+
+// checkApprovals rejects rules with invalid patterns, fallbacks or timeouts.
+func checkApprovals(a api.Approvals) error {
+	for i, r := range a.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
+	return nil
 }
 
 // Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.
