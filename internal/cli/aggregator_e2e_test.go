@@ -379,7 +379,9 @@ func TestAggregatorClientTraffic(t *testing.T) {
 		},
 	})
 	ctx := context.Background()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, nil)
+	// The session protocol: logging/setLevel and server-to-client requests exist only there
+	// (go-sdk's default, 2026-07-28, is tested below).
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,14 +104,15 @@ func newAggregator(s *Server, srv *mcp.Server, policies ...catalog.Policy) *aggr
 }
 
 // capabilities adds what the aggregator serves to an SDK server's options.
-func aggregatorOptions(o *mcp.ServerOptions, s *Server, hasUpstreams bool) {
+func aggregatorOptions(o *mcp.ServerOptions, p *profile, hasUpstreams bool) {
 	if o.Capabilities == nil {
 		o.Capabilities = &mcp.ServerCapabilities{}
 	}
 	o.Capabilities.Logging = &mcp.LoggingCapabilities{}
-	// Subscriptions are answered either way (an unknown resource is -32002, not -32601).
-	o.SubscribeHandler = s.subscribeResource
-	o.UnsubscribeHandler = s.unsubscribeResource
+	// Subscriptions are answered either way (an unknown resource is -32002, not -32601). Each
+	// profile's SDK server has its own aggregator (made right after these options are used).
+	o.SubscribeHandler = func(ctx context.Context, req *mcp.SubscribeRequest) error { return p.agg.subscribe(ctx, req) }
+	o.UnsubscribeHandler = func(ctx context.Context, req *mcp.UnsubscribeRequest) error { return p.agg.unsubscribe(ctx, req) }
 	if hasUpstreams {
 		o.Capabilities.Prompts = &mcp.PromptCapabilities{ListChanged: true}
 		o.Capabilities.Resources = &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true}
@@ -495,30 +496,43 @@ func (a *aggregator) rawListResult(method string, res mcp.Result) mcp.Result {
 	}
 }
 
-// setLevel forwards the most verbose level any live session asked for to the upstreams (each
-// session still gets only its own level: the SDK filters per session).
+// setLevel forwards the most verbose level any live session of any profile asked for to the
+// upstreams (each session still gets only its own level: the SDK filters per session).
 func (a *aggregator) setLevel(ctx context.Context, ss *mcp.ServerSession, level mcp.LoggingLevel) {
 	if a.up == nil || ss == nil {
 		return
 	}
+	a.mu.Lock()
+	a.levels[ss] = level
+	a.mu.Unlock()
+	most := level
+	for _, p := range a.s.profiles {
+		if l, ok := p.agg.mostVerbose(); ok && levelRank(l) < levelRank(most) {
+			most = l
+		}
+	}
+	a.up.SetLogLevel(context.WithoutCancel(ctx), string(most))
+}
+
+// mostVerbose is the most verbose level the live sessions of this server asked for.
+func (a *aggregator) mostVerbose() (mcp.LoggingLevel, bool) {
 	live := map[*mcp.ServerSession]bool{}
 	for x := range a.srv.Sessions() {
 		live[x] = true
 	}
 	a.mu.Lock()
-	a.levels[ss] = level
-	most := level
+	defer a.mu.Unlock()
+	var most mcp.LoggingLevel
 	for x, l := range a.levels {
 		if !live[x] {
 			delete(a.levels, x)
 			continue
 		}
-		if levelRank(l) < levelRank(most) {
+		if most == "" || levelRank(l) < levelRank(most) {
 			most = l
 		}
 	}
-	a.mu.Unlock()
-	a.up.SetLogLevel(context.WithoutCancel(ctx), string(most))
+	return most, most != ""
 }
 
 func levelRank(l mcp.LoggingLevel) int {
@@ -734,9 +748,14 @@ func gatewayPolicy(cfg *config.Config) catalog.Policy {
 	return catalog.Policy{Allow: cfg.Tools.Allow, Deny: cfg.Tools.Deny, DisableTools: cfg.Tools.DisableTools}
 }
 
-// watchUpdates relays the upstreams' resource updates (set once, at New).
+// watchUpdates relays the upstreams' resource updates to every profile's subscribers (set
+// once, at New).
 func (s *Server) watchUpdates() {
 	if up := s.g.Upstreams(); up != nil {
-		up.OnResourceUpdated(func(server, uri string) { s.agg.updated(server, uri) })
+		up.OnResourceUpdated(func(server, uri string) {
+			for _, p := range s.profiles {
+				p.agg.updated(server, uri)
+			}
+		})
 	}
 }

@@ -19,18 +19,18 @@ import (
 // request's SSE response); after it — a cell's nested call still running when exec returned
 // waiting — on the session's own channel (stdio, or the standalone SSE stream).
 
-// sessionClient is the relay.Client of one request of one session.
-type sessionClient struct {
+// sessionRelay is the relay.Client of one request of one session.
+type sessionRelay struct {
 	ss  *mcp.ServerSession
 	id  string
 	req context.Context // the request: its values route notifications onto its stream
 }
 
-func (c *sessionClient) ID() string { return c.id }
+func (c *sessionRelay) ID() string { return c.id }
 
 // ctx is the context to send with: the request's values while it is in flight, with the
 // caller's deadline and cancellation.
-func (c *sessionClient) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+func (c *sessionRelay) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if c.req.Err() != nil {
 		return ctx, func() {}
 	}
@@ -44,13 +44,13 @@ func (c *sessionClient) ctx(ctx context.Context) (context.Context, context.Cance
 	return out, func() { stop(); cancel() }
 }
 
-func (c *sessionClient) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
+func (c *sessionRelay) Log(ctx context.Context, p *mcp.LoggingMessageParams) error {
 	ctx, cancel := c.ctx(ctx)
 	defer cancel()
 	return c.ss.Log(ctx, p)
 }
 
-func (c *sessionClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+func (c *sessionRelay) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	ip := c.ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return nil, errors.New("the client did not declare elicitation")
@@ -60,7 +60,7 @@ func (c *sessionClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.E
 	return c.ss.Elicit(ctx, p)
 }
 
-func (c *sessionClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+func (c *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	ip := c.ss.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Sampling == nil {
 		return nil, errors.New("the client did not declare sampling")
@@ -70,16 +70,21 @@ func (c *sessionClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageP
 	return c.ss.CreateMessage(ctx, p)
 }
 
-// clientOf is the relay client of a request on session ss (nil without a session).
+// clientOf is the relay client of a request on ss (nil without a session). A session with an id
+// (HTTP) or one Run serves (stdio) gets a sessionRelay; the ephemeral session of a sessionless
+// (2026-07-28) request is never registered, and its client can log on the request's stream but
+// not ask (server-to-client requests do not exist in that protocol generation).
 func (s *Server) clientOf(ctx context.Context, ss *mcp.ServerSession) relay.Client {
 	if ss == nil {
 		return nil
 	}
-	st := s.session(ss)
-	if st == nil {
-		return nil
+	if st := s.sess.lookup(ss); st != nil {
+		return &sessionRelay{ss: ss, id: st.key, req: ctx}
 	}
-	return &sessionClient{ss: ss, id: st.key, req: ctx}
+	if ss.ID() != "" {
+		return nil // a session that ended
+	}
+	return &sessionlessRelay{sessionRelay{ss: ss, id: "sessionless", req: ctx}}
 }
 
 // callContext is ctx carrying the request's relay client.
@@ -87,11 +92,16 @@ func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context
 	return relay.With(ctx, s.clientOf(ctx, ss))
 }
 
-// subscribeResource and unsubscribeResource are the SDK server's subscription handlers.
-func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeRequest) error {
-	return s.agg.subscribe(ctx, req)
+// sessionlessRelay is the relay client of a sessionless request: it logs on the request's stream
+// (at the level the request's _meta names) and cannot ask.
+type sessionlessRelay struct{ sessionRelay }
+
+var errSessionless = errors.New("a sessionless (2026-07-28) client is asked only through multi round-trip results of its tool calls")
+
+func (c *sessionlessRelay) Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return nil, errSessionless
 }
 
-func (s *Server) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	return s.agg.unsubscribe(ctx, req)
+func (c *sessionlessRelay) CreateMessage(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	return nil, errSessionless
 }
