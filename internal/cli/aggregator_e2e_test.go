@@ -115,6 +115,13 @@ type rawRPC struct {
 	url string
 	sid string
 	id  int
+	// sessionless speaks 2026-07-28: no session, the protocol in each request's _meta and headers.
+	sessionless bool
+	method      string
+}
+
+func newSessionlessRPC(t *testing.T, url string) *rawRPC {
+	return &rawRPC{t: t, url: url, sessionless: true}
 }
 
 func newRawRPC(t *testing.T, url string) *rawRPC {
@@ -129,6 +136,16 @@ func (r *rawRPC) post(body string) (*http.Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	if r.sessionless {
+		req.Header.Set("MCP-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", r.method)
+		var p struct {
+			Params struct{ Name string } `json:"params"`
+		}
+		if json.Unmarshal([]byte(body), &p) == nil && p.Params.Name != "" {
+			req.Header.Set("Mcp-Name", p.Params.Name)
+		}
+	}
 	if r.sid != "" {
 		req.Header.Set("Mcp-Session-Id", r.sid)
 	}
@@ -147,6 +164,11 @@ func (r *rawRPC) call(method, params string) json.RawMessage {
 func (r *rawRPC) stream(method, params string) (json.RawMessage, [][]byte) {
 	r.t.Helper()
 	r.id++
+	if r.sessionless {
+		r.method = method
+		params = `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},` +
+			`"io.modelcontextprotocol/clientCapabilities":{}},` + strings.TrimPrefix(params, "{")
+	}
 	resp, err := r.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, r.id, method, params))
 	if err != nil {
 		r.t.Fatal(err)
@@ -240,6 +262,24 @@ func TestAggregatorPromptsResources(t *testing.T) {
 			if got, want := gw.call("prompts/get", fmt.Sprintf(args, "ref2/test_prompt_with_arguments")), direct.call("prompts/get", fmt.Sprintf(args, "test_prompt_with_arguments")); !sameResult(got, want) {
 				t.Errorf("prompts/get:\n got %s\nwant %s", got, want)
 			}
+			if !codeMode {
+				// A tool result: the upstream's bytes for a 2025-11-25 client; a 2026-07-28 client
+				// gets the gateway's own protocol members, never the upstream's (issue 21).
+				call := `{"name":"test_simple_text","arguments":{}}`
+				if got, want := gw.call("tools/call", call), direct.call("tools/call", call); !sameResult(got, want) {
+					t.Errorf("tools/call:\n got %s\nwant %s", got, want)
+				}
+				got := newSessionlessRPC(t, s.base+"/mcp").call("tools/call", call)
+				var r struct {
+					ResultType string                     `json:"resultType"`
+					Meta       map[string]json.RawMessage `json:"_meta"`
+				}
+				_ = json.Unmarshal(got, &r)
+				if r.ResultType != "complete" || len(r.Meta) != 1 || !bytes.HasPrefix(r.Meta["io.modelcontextprotocol/serverInfo"], []byte(`{"name":"codemode"`)) ||
+					bytes.Count(got, []byte("resultType")) != 1 || bytes.Contains(got, []byte("codemode-conformance-reference")) {
+					t.Errorf("tools/call (2026-07-28): %s", got)
+				}
+			}
 			if got := gw.call("prompts/get", `{"name":"test_simple_prompt"}`); !bytes.Contains(got, []byte(`"code":-32602`)) {
 				t.Errorf("an ambiguous bare prompt name: %s", got)
 			}
@@ -315,13 +355,12 @@ func TestAggregatorPromptsResources(t *testing.T) {
 	}
 }
 
-// sameResult reports whether the gateway's result is the upstream's: the same members byte for
-// byte. The gateway talks to its upstreams in the newest protocol (2026-07-28), whose results
-// also carry resultType and _meta serverInfo; those pass through as well, so the direct result
-// (asked in 2025-11-25) must appear inside the gateway's.
+// sameResult reports whether the gateway's result is the upstream's, byte for byte. The gateway
+// talks to its stdio upstreams in the newest protocol (2026-07-28), whose results also carry the
+// hop's resultType and _meta serverInfo; the gateway drops those (issue 21), so a 2025-11-25
+// client gets exactly what the upstream answers a 2025-11-25 client directly.
 func sameResult(gw, direct json.RawMessage) bool {
-	inner := bytes.TrimSuffix(bytes.TrimPrefix(direct, []byte("{")), []byte("}"))
-	return len(inner) > 0 && bytes.Contains(gw, inner)
+	return len(direct) > 0 && bytes.Equal(gw, direct)
 }
 
 // callTool returns a tool's text, or for exec the value of a completed cell.

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/rawjson"
 	"github.com/codemode-go/codemode/internal/upstream"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -692,52 +692,26 @@ func (l *rawItems) MarshalJSON() ([]byte, error) {
 	return json.Marshal(m)
 }
 
-// setMember returns the JSON object raw with the string member key set to value, every other
-// member kept byte for byte and in order. raw is returned unchanged when it already says value.
+// setMember returns the JSON object raw with its (first) string member key set to value, every
+// other key and value kept byte for byte and in order. raw is returned unchanged when it already
+// says value, has no such member, or is not an object.
 func setMember(raw json.RawMessage, key, value string) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	ms, ok := rawjson.Members(raw)
+	if !ok {
 		return raw
 	}
-	var out bytes.Buffer
-	out.WriteByte('{')
-	vb, _ := json.Marshal(value)
-	set := false
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return raw
-		}
-		k, _ := kt.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return raw
-		}
-		if out.Len() > 1 {
-			out.WriteByte(',')
-		}
-		kb, _ := json.Marshal(k)
-		out.Write(kb)
-		out.WriteByte(':')
-		if k == key && !set {
-			var cur string
-			if json.Unmarshal(v, &cur) == nil && cur == value {
-				return raw
-			}
-			out.Write(vb)
-			set = true
+	for i, m := range ms {
+		if m.Key != key {
 			continue
 		}
-		out.Write(v)
+		var cur string
+		if json.Unmarshal(m.Value, &cur) == nil && cur == value {
+			return raw
+		}
+		ms[i].Value = rawjson.String(value)
+		return rawjson.Object(ms)
 	}
-	if t, err := dec.Token(); !set || err != nil || t != json.Delim('}') {
-		return raw
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return raw // trailing bytes
-	}
-	out.WriteByte('}')
-	return out.Bytes()
+	return raw
 }
 
 // gatewayPolicy is the configuration's tool policy (tools.allow and tools.deny).

@@ -407,10 +407,12 @@ func (s *server) request(parent context.Context, sess *session, method string, d
 	if tooBig {
 		return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, method, errTooBig)
 	}
-	if raw != nil {
-		return raw, nil
+	if raw == nil {
+		if raw, err = s.marshalResult(method, res); err != nil {
+			return nil, err
+		}
 	}
-	return s.marshalResult(method, res)
+	return withoutHopMembers(raw), nil
 }
 
 func (s *server) marshalResult(method string, v any) (json.RawMessage, error) {

@@ -229,7 +229,7 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 			return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, what, errTooBig)
 		}
 	}
-	return c.result(raw)
+	return c.result(withoutHopMembers(raw))
 }
 
 // result builds the api.Result from the raw CallToolResult: Content from its content blocks,
