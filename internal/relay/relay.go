@@ -68,3 +68,19 @@ func SourceFrom(ctx context.Context) Source {
 	s, _ := ctx.Value(key{}).(Source)
 	return s
 }
+
+type unattributedKey struct{}
+
+// Unattributed marks the context of a server's request that the protocol did not tie to one call
+// (stdio, an HTTP server's standalone stream): the client got it because its calls were the only
+// ones in flight on that server. A client serving several calls at once may show it on any of
+// them.
+func Unattributed(ctx context.Context) context.Context {
+	return context.WithValue(ctx, unattributedKey{}, true)
+}
+
+// IsUnattributed reports whether ctx was marked by Unattributed.
+func IsUnattributed(ctx context.Context) bool {
+	v, _ := ctx.Value(unattributedKey{}).(bool)
+	return v
+}

@@ -421,7 +421,7 @@ func (a *aggregator) getPrompt(ctx context.Context, r *mcp.GetPromptRequest) (js
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %q", r.Params.Name)}
 	}
 	args, _ := json.Marshal(r.Params.Arguments)
-	raw, err := a.up.GetPrompt(a.s.callContext(ctx, r.Session), srv, name, args)
+	raw, err := a.up.GetPrompt(a.s.callContext(ctx, r), srv, name, args)
 	if err != nil {
 		return nil, upstreamError(err)
 	}
@@ -434,7 +434,7 @@ func (a *aggregator) readResource(ctx context.Context, r *mcp.ReadResourceReques
 	if err != nil {
 		return nil, err
 	}
-	raw, err := a.up.ReadResource(a.s.callContext(ctx, r.Session), srv, uri)
+	raw, err := a.up.ReadResource(a.s.callContext(ctx, r), srv, uri)
 	if err != nil {
 		return nil, upstreamError(err)
 	}
@@ -567,7 +567,7 @@ func (a *aggregator) subscribe(ctx context.Context, req *mcp.SubscribeRequest) e
 	if !first {
 		return nil
 	}
-	if err := a.up.Subscribe(a.s.callContext(ctx, req.Session), srv, uri); err != nil {
+	if err := a.up.Subscribe(a.s.callContext(ctx, req), srv, uri); err != nil {
 		a.mu.Lock()
 		delete(a.subs, req.Params.URI)
 		a.mu.Unlock()

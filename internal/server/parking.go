@@ -45,6 +45,13 @@ import (
 // on the run takes it up, so a question a nested call asks between two requests reaches the next
 // wait at once.
 //
+// Over stdio (and an HTTP upstream's standalone stream) the protocol does not say which call a
+// question is for; the gateway gives it to the one client whose calls are in flight on that
+// server (upstream/clientside.go). For sessionless clients that client is a scope (principal,
+// session, conversation key), like a session for session clients: such a question goes to the
+// scope's mailbox, which every request of the scope waiting on a parked call shows, and the first
+// answer wins.
+//
 // Abandoned calls end as unparked ones would: a request that goes away while it waits (a dropped
 // connection, notifications/cancelled) cancels its call; a call nobody comes back for within its
 // requestState's lifetime (plus retryGrace) is cancelled; a parking that follows a run lives at
@@ -71,12 +78,13 @@ type parkings struct {
 	byID     map[string]*parking
 	byRun    map[string]*parking // scope + "\x00" + runId → the parking that follows that run
 	perScope map[string]int
+	boxes    map[string]*mailbox // by scope: questions the protocol did not tie to a call
 	next     int64
 	closed   bool
 }
 
 func newParkings(s *Server) *parkings {
-	return &parkings{s: s, byID: map[string]*parking{}, byRun: map[string]*parking{}, perScope: map[string]int{}}
+	return &parkings{s: s, byID: map[string]*parking{}, byRun: map[string]*parking{}, perScope: map[string]int{}, boxes: map[string]*mailbox{}}
 }
 
 // parking is one sessionless client's call (or, between requests, its code-mode run) whose
@@ -91,9 +99,9 @@ type parking struct {
 	caps   *mcp.ClientCapabilities // declared by the request attached last
 	att    *attachment             // the request waiting on the call now (nil: none)
 	work   *parkWork               // the call in flight (nil between requests)
-	asks   map[string]*ask         // questions not answered yet, by input request id
-	seq    int
-	runKey string // its byRun key while it follows a run
+	own    *mailbox                // the call's questions not answered yet
+	shared *mailbox                // the scope's (see above)
+	runKey string                  // its byRun key while it follows a run
 	timer  *time.Timer
 	ended  bool
 	signal chan struct{} // a question arrived (capacity 1)
@@ -117,7 +125,82 @@ type parkWork struct {
 type ask struct {
 	req     mcp.InputRequest
 	expires time.Time
-	answer  chan answer // capacity 1: exactly one answer is sent, by whoever removed it from asks
+	answer  chan answer // capacity 1: exactly one answer is sent, by whoever removed it from its mailbox
+}
+
+// mailbox holds questions not answered yet, by input request id. Its lock is taken last (never
+// while another is taken under it).
+type mailbox struct {
+	mu     sync.Mutex
+	tag    string // in its ids: "" for a call's own, "s" for a scope's
+	asks   map[string]*ask
+	seq    int
+	closed bool
+}
+
+func newMailbox(tag string) *mailbox { return &mailbox{tag: tag, asks: map[string]*ask{}} }
+
+func (b *mailbox) put(kind string, a *ask) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return "", errParkingEnded
+	}
+	if len(b.asks) >= maxAsksPerParking {
+		return "", fmt.Errorf("%d questions already wait for this client's answers", maxAsksPerParking)
+	}
+	b.seq++
+	id := fmt.Sprintf("%s-%s%d", kind, b.tag, b.seq)
+	b.asks[id] = a
+	return id, nil
+}
+
+// take removes a question to answer it (nil: answered, withdrawn or unknown).
+func (b *mailbox) take(id string) *ask {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a := b.asks[id]
+	delete(b.asks, id)
+	return a
+}
+
+// withdraw takes back a question nobody answered; false when an answer is on its way.
+func (b *mailbox) withdraw(id string, a *ask) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.asks[id] != a {
+		return false
+	}
+	delete(b.asks, id)
+	return true
+}
+
+// pending copies the questions that keep returns true for.
+func (b *mailbox) pending(keep func(*ask) bool, into map[string]*ask) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id, a := range b.asks {
+		if keep(a) {
+			into[id] = a
+		}
+	}
+}
+
+func (b *mailbox) empty() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.asks) == 0
+}
+
+// close fails every question and refuses new ones.
+func (b *mailbox) close() {
+	b.mu.Lock()
+	asks := b.asks
+	b.asks, b.closed = map[string]*ask{}, true
+	b.mu.Unlock()
+	for _, a := range asks {
+		a.answer <- answer{err: errParkingEnded}
+	}
 }
 
 type answer struct {
@@ -164,7 +247,12 @@ func (ps *parkings) forCall(ctx context.Context, req *mcp.CallToolRequest, st *s
 		}
 	}
 	ps.next++
-	p := &parking{ps: ps, id: fmt.Sprintf("p%d", ps.next), scope: scope, asks: map[string]*ask{},
+	box := ps.boxes[scope]
+	if box == nil {
+		box = newMailbox("s")
+		ps.boxes[scope] = box
+	}
+	p := &parking{ps: ps, id: fmt.Sprintf("p%d", ps.next), scope: scope, own: newMailbox(""), shared: box,
 		signal: make(chan struct{}, 1)}
 	p.client = &parkClient{p: p}
 	p.tryAttach(ctx, req)
@@ -194,6 +282,9 @@ func (ps *parkings) removeLocked(p *parking) {
 	delete(ps.byID, p.id)
 	if ps.perScope[p.scope]--; ps.perScope[p.scope] <= 0 {
 		delete(ps.perScope, p.scope)
+		if b := ps.boxes[p.scope]; b != nil && b.empty() {
+			delete(ps.boxes, p.scope)
+		}
 	}
 	p.mu.Lock()
 	key := p.runKey
@@ -299,8 +390,8 @@ func (p *parking) await(ctx context.Context) (codemode.CallResult, *mcp.CallTool
 			p.mu.Unlock()
 			return abandoned(), nil
 		}
-		if len(p.asks) > 0 {
-			ask, exp := p.inputRequiredLocked()
+		if asks := p.pendingLocked(); len(asks) > 0 {
+			ask, exp := p.inputRequired(asks)
 			p.att = nil
 			p.armLocked(time.Until(exp) + retryGrace)
 			p.mu.Unlock()
@@ -359,13 +450,27 @@ func closed(ch chan struct{}) bool {
 	}
 }
 
-// inputRequiredLocked is the input-required result listing every question not answered yet, and
-// when its state expires (p.mu held).
-func (p *parking) inputRequiredLocked() (*mcp.CallToolResult, time.Time) {
+// pendingLocked is every question the request attached now can answer: the call's own, and
+// its scope's that the request declared the capability for (p.mu held).
+func (p *parking) pendingLocked() map[string]*ask {
+	out := map[string]*ask{}
+	p.own.pending(func(*ask) bool { return true }, out)
+	caps := p.caps
+	p.shared.pending(func(a *ask) bool {
+		if _, elicit := a.req.(*mcp.ElicitParams); elicit {
+			return caps != nil && caps.Elicitation != nil
+		}
+		return caps != nil && caps.Sampling != nil
+	}, out)
+	return out
+}
+
+// inputRequired is the input-required result listing asks, and when its state expires.
+func (p *parking) inputRequired(asks map[string]*ask) (*mcp.CallToolResult, time.Time) {
 	reqs := mcp.InputRequestMap{}
-	ids := make([]string, 0, len(p.asks))
+	ids := make([]string, 0, len(asks))
 	var exp time.Time
-	for id, a := range p.asks {
+	for id, a := range asks {
 		reqs[id] = a.req
 		ids = append(ids, id)
 		if exp.IsZero() || a.expires.Before(exp) {
@@ -414,12 +519,8 @@ func (p *parking) end() {
 	if p.timer != nil {
 		p.timer.Stop()
 	}
-	asks := p.asks
-	p.asks = map[string]*ask{}
 	p.mu.Unlock()
-	for _, a := range asks {
-		a.answer <- answer{err: errParkingEnded}
-	}
+	p.own.close() // the scope's questions stay for its other requests
 	p.ps.remove(p)
 }
 
@@ -440,11 +541,16 @@ func (ps *parkings) resume(ctx context.Context, req *mcp.CallToolRequest, rt *ro
 	p.attachLocked(ctx, req)
 	var deliver []func()
 	for id, r := range req.Params.InputResponses {
-		a := p.asks[id]
-		if a == nil || !rt.answers(id) {
-			continue // answered or expired meanwhile, or not a question this state asked
+		if !rt.answers(id) {
+			continue // not a question this state asked
 		}
-		delete(p.asks, id)
+		a := p.own.take(id)
+		if a == nil {
+			a = p.shared.take(id)
+		}
+		if a == nil {
+			continue // answered (another request of the scope) or expired meanwhile
+		}
 		ans := answerFor(a.req, r)
 		deliver = append(deliver, func() { a.answer <- ans })
 	}
@@ -502,31 +608,23 @@ func describeAnswer(r mcp.InputResponse) string {
 	return "an unknown answer"
 }
 
-// ask parks a question until the client answers it, the asker gives up (its context: an
+// ask parks a question in box until the client answers it, the asker gives up (its context: an
 // upstream's question lasts at most its call timeout), the question expires (the snapshot TTL at
-// most) or the call is abandoned.
-func (p *parking) ask(ctx context.Context, kind string, q mcp.InputRequest) (mcp.InputResponse, error) {
+// most) or the call is abandoned (its own box closes).
+func (p *parking) ask(ctx context.Context, box *mailbox, kind string, q mcp.InputRequest) (mcp.InputResponse, error) {
 	exp := time.Now().Add(p.ps.s.g.RT.CodeMode().SnapshotTTL())
 	if d, ok := ctx.Deadline(); ok && d.Before(exp) {
 		exp = d
 	}
 	a := &ask{req: q, expires: exp, answer: make(chan answer, 1)}
-	p.mu.Lock()
-	if p.ended {
-		p.mu.Unlock()
-		return nil, errParkingEnded
+	id, err := box.put(kind, a)
+	if err != nil {
+		return nil, err
 	}
-	if len(p.asks) >= maxAsksPerParking {
-		p.mu.Unlock()
-		return nil, fmt.Errorf("%d questions already wait for this client's answers", maxAsksPerParking)
-	}
-	p.seq++
-	id := fmt.Sprintf("%s-%d", kind, p.seq)
-	p.asks[id] = a
-	p.mu.Unlock()
-	select {
-	case p.signal <- struct{}{}:
-	default:
+	if box == p.own {
+		p.poke()
+	} else {
+		p.ps.pokeScope(p.scope)
 	}
 	t := time.NewTimer(time.Until(exp))
 	defer t.Stop()
@@ -534,12 +632,13 @@ func (p *parking) ask(ctx context.Context, kind string, q mcp.InputRequest) (mcp
 	case ans := <-a.answer:
 		return ans.res, ans.err
 	case <-ctx.Done():
-		err := ctx.Err()
-		if p.withdraw(id, a) {
-			return nil, fmt.Errorf("nobody answered: %w", err)
+		if box.withdraw(id, a) {
+			p.ps.dropEmptyBox(p.scope, box)
+			return nil, fmt.Errorf("nobody answered: %w", ctx.Err())
 		}
 	case <-t.C:
-		if p.withdraw(id, a) {
+		if box.withdraw(id, a) {
+			p.ps.dropEmptyBox(p.scope, box)
 			return nil, errors.New("the client did not answer in time")
 		}
 	}
@@ -547,15 +646,31 @@ func (p *parking) ask(ctx context.Context, kind string, q mcp.InputRequest) (mcp
 	return ans.res, ans.err
 }
 
-// withdraw takes back a question nobody answered; false when an answer is on its way.
-func (p *parking) withdraw(id string, a *ask) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.asks[id] != a {
-		return false
+func (p *parking) poke() {
+	select {
+	case p.signal <- struct{}{}:
+	default:
 	}
-	delete(p.asks, id)
-	return true
+}
+
+// pokeScope wakes every request of scope waiting on a parked call (a question in its mailbox).
+func (ps *parkings) pokeScope(scope string) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.byID {
+		if p.scope == scope {
+			p.poke()
+		}
+	}
+}
+
+// dropEmptyBox forgets a scope's mailbox once it is empty and no parking of the scope is left.
+func (ps *parkings) dropEmptyBox(scope string, box *mailbox) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.boxes[scope] == box && ps.perScope[scope] == 0 && box.empty() {
+		delete(ps.boxes, scope)
+	}
 }
 
 func (p *parking) current() *attachment {
@@ -580,7 +695,17 @@ func (p *parking) progress(v, total float64, msg string) {
 // parkClient is the relay client of a parked call: its questions become input-required results.
 type parkClient struct{ p *parking }
 
-func (c *parkClient) ID() string { return "sessionless:" + c.p.id }
+// ID is the scope's: the gateway's one client for its requests, as a session is.
+func (c *parkClient) ID() string { return "sessionless:" + c.p.scope }
+
+// box is where a question goes: the call's own, or the scope's when the protocol did not say
+// which call asked.
+func (c *parkClient) box(ctx context.Context) *mailbox {
+	if relay.IsUnattributed(ctx) {
+		return c.p.shared
+	}
+	return c.p.own
+}
 
 func (c *parkClient) Log(ctx context.Context, params *mcp.LoggingMessageParams) error {
 	att := c.p.current()
@@ -601,7 +726,7 @@ func (c *parkClient) Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp
 	if params.Mode != "url" && caps.Elicitation.Form == nil && caps.Elicitation.URL != nil {
 		return nil, errors.New(`the client did not declare "form" elicitation`)
 	}
-	r, err := c.p.ask(ctx, "elicit", params)
+	r, err := c.p.ask(ctx, c.box(ctx), "elicit", params)
 	if err != nil {
 		return nil, err
 	}
@@ -616,7 +741,7 @@ func (c *parkClient) CreateMessage(ctx context.Context, params *mcp.CreateMessag
 	if caps := c.p.capabilities(); caps == nil || caps.Sampling == nil {
 		return nil, errors.New("the client did not declare sampling")
 	}
-	r, err := c.p.ask(ctx, "sample", params)
+	r, err := c.p.ask(ctx, c.box(ctx), "sample", params)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,9 @@ func (a *askTool) tool() *api.Tool {
 						out = append(out, fmt.Sprintf("model=%s text=%s", r.Model, r.Content.(*mcp.TextContent).Text))
 					}
 				} else {
+					if in.Kind == "unattributed" {
+						actx = relay.Unattributed(actx) // as upstream marks a stdio server's question
+					}
 					r, err := cl.Elicit(actx, &mcp.ElicitParams{Message: in.Q,
 						RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`)})
 					if err != nil {
@@ -359,5 +363,64 @@ func TestParkingBounds(t *testing.T) {
 	r := callExec(t, cs, "exec", map[string]any{"code": `return 1`})
 	if r.Status != api.StatusCompleted || count() != 0 {
 		t.Fatalf("%+v, %d parkings", r, count())
+	}
+}
+
+// TestSessionlessUnattributedQuestion: a question the protocol does not tie to a call (a stdio
+// upstream's) goes to the scope's mailbox: a call of the same principal whose own request is gone
+// (an input-required nobody retried) does not swallow it; the request waiting now shows it, and
+// another principal's does not (issue 21 item 2).
+func TestSessionlessUnattributedQuestion(t *testing.T) {
+	a := &askTool{}
+	url := askServer(t, a, true, 10000)
+	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, fmt.Errorf("unused") }}
+	alice := statelessClient(t, url, aliceToken, manual)
+	bob := statelessClient(t, url, bobToken, manual)
+	call := func(cs *mcp.ClientSession, q, state string, answers mcp.InputResponseMap) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", RequestState: state, InputResponses: answers,
+			Arguments: map[string]any{"code": `return await tools.ask({kind: "unattributed", q: "` + q + `"})`}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	ids := func(res *mcp.CallToolResult) string {
+		var out []string
+		for id, q := range res.InputRequests {
+			out = append(out, id+"="+q.(*mcp.ElicitParams).Message)
+		}
+		slices.Sort(out)
+		return strings.Join(out, ",")
+	}
+	stale := call(alice, "first", "", nil) // asked, never answered
+	if got := ids(stale); got != "elicit-s1=first" {
+		t.Fatalf("first: %s", got)
+	}
+	theirs := call(bob, "bob's", "", nil)
+	if got := ids(theirs); got != "elicit-s1=bob's" {
+		t.Fatalf("bob sees %s", got)
+	}
+	// Alice's next call shows the scope's questions — the stale call's at once, its own when it
+	// asks — and the person answers them all there.
+	shown := map[string]bool{}
+	res := call(alice, "second", "", nil)
+	for i := 0; res.NeedsInput() && i < 5; i++ {
+		answers := mcp.InputResponseMap{}
+		for id, q := range res.InputRequests {
+			shown[q.(*mcp.ElicitParams).Message] = true
+			answers[id] = &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": q.(*mcp.ElicitParams).Message}}
+		}
+		res = call(alice, "second", res.RequestState, answers)
+	}
+	if text := res.Content[0].(*mcp.TextContent).Text; !shown["first"] || !shown["second"] || !strings.Contains(text, `action=accept content={\"name\":\"second\"}`) {
+		t.Fatalf("shown %v; result %s", shown, text)
+	}
+	eventually(t, "alice's first call got its answer", func() bool { return a.calls() >= 2 })
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !slices.Contains(a.ended, `action=accept content={"name":"first"}`) {
+		t.Errorf("calls ended with %q", a.ended)
 	}
 }

@@ -5,7 +5,6 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,11 +70,13 @@ func (c *sessionRelay) CreateMessage(ctx context.Context, p *mcp.CreateMessagePa
 	return c.ss.CreateMessage(ctx, p)
 }
 
-// clientOf is the relay client of a request on ss (nil without a session). A session with an id
+// clientOf is the relay client of a request (nil without a session). A session with an id
 // (HTTP) or one Run serves (stdio) gets a sessionRelay; the ephemeral session of a sessionless
-// (2026-07-28) request is never registered, and its client can log on the request's stream but
-// not ask (server-to-client requests do not exist in that protocol generation).
-func (s *Server) clientOf(ctx context.Context, ss *mcp.ServerSession) relay.Client {
+// (2026-07-28) request is never registered, and its client — one per scope, as a session is one
+// client — logs on the request's stream but cannot ask (server-to-client requests do not exist in
+// that protocol generation; a tool call that can be asked is parked instead, parking.go).
+func (s *Server) clientOf(ctx context.Context, req mcp.Request) relay.Client {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
 	if ss == nil {
 		return nil
 	}
@@ -85,13 +86,41 @@ func (s *Server) clientOf(ctx context.Context, ss *mcp.ServerSession) relay.Clie
 	if ss.ID() != "" {
 		return nil // a session that ended
 	}
-	// Every request is a client of its own: traffic no call claims is never guessed onto it.
-	return &sessionlessRelay{sessionRelay{ss: ss, id: fmt.Sprintf("sessionless-%d", s.relays.Add(1)), req: ctx}}
+	return &sessionlessRelay{sessionRelay{ss: ss, id: "sessionless:" + s.requestScope(req), req: ctx}}
+}
+
+// requestScope is the scope key of a sessionless request (principal, conversation key).
+func (s *Server) requestScope(req mcp.Request) string {
+	post := s.posts.of(req)
+	id := identity{prof: s.profileFor("")}
+	conv := ""
+	if post != nil {
+		id, conv = post.id, post.conv
+	}
+	var meta mcp.Meta
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	case *mcp.GetPromptRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	case *mcp.ReadResourceRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	}
+	if c := conversationKey(meta); c != "" {
+		conv = c
+	}
+	return scopeKey(runContext(id, nil, conv))
 }
 
 // callContext is ctx carrying the request's relay client.
-func (s *Server) callContext(ctx context.Context, ss *mcp.ServerSession) context.Context {
-	return relay.With(ctx, s.clientOf(ctx, ss))
+func (s *Server) callContext(ctx context.Context, req mcp.Request) context.Context {
+	return relay.With(ctx, s.clientOf(ctx, req))
 }
 
 // sessionlessRelay is the relay client of a sessionless request: it logs on the request's stream

@@ -44,7 +44,6 @@ type Server struct {
 	posts    *posts
 	states   *stateSigner
 	parks    *parkings // sessionless clients' calls waiting for answers (parking.go)
-	relays   atomic.Int64
 	metrics  *metrics
 	debug    debugFlags
 	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
@@ -272,7 +271,7 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 		}
 		if ss := req.Session; ss != nil {
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
-			ctx = s.callContext(ctx, ss)
+			ctx = s.callContext(ctx, req)
 		}
 		conv := conversationKey(req.Params.Meta)
 		if conv == "" && post != nil {

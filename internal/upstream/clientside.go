@@ -202,17 +202,19 @@ func (s *server) takeAsk(method string, v any) (raw json.RawMessage, src relay.S
 }
 
 // clientFor is the client a request or notification belongs to: the one its context names, the
-// one its stream named, or the sole client with calls in flight.
-func (s *server) clientFor(ctx context.Context, src relay.Source) (relay.Client, error) {
+// one its stream named, or the sole client with calls in flight (guessed: the protocol did not
+// say which of its calls it is for).
+func (s *server) clientFor(ctx context.Context, src relay.Source) (c relay.Client, guessed bool, err error) {
 	if c := relay.From(ctx); c != nil {
-		return c, nil
+		return c, false, nil
 	}
 	if src != nil {
 		if c := src(); c != nil {
-			return c, nil
+			return c, false, nil
 		}
 	}
-	return s.soleClient()
+	c, err = s.soleClient()
+	return c, true, err
 }
 
 // deliverLog forwards one notifications/message, its data byte for byte.
@@ -234,7 +236,7 @@ func (s *server) deliverLog(ctx context.Context, params json.RawMessage) {
 		p.Data = json.RawMessage("null")
 	}
 	msg := &mcp.LoggingMessageParams{Level: p.Level, Logger: clip(p.Logger, maxLoggerName), Data: p.Data, Meta: p.Meta}
-	c, err := s.clientFor(ctx, nil)
+	c, _, err := s.clientFor(ctx, nil)
 	if err != nil {
 		s.log.Debug("MCP server log message not forwarded", "why", err.Error(), "level", string(p.Level), "data", clip(string(p.Data), 512))
 		return
@@ -257,7 +259,7 @@ func knownLevel(l mcp.LoggingLevel) bool {
 // elicit is the ElicitationHandler of every upstream connection.
 func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	raw, src := s.takeAsk("elicitation/create", req.Params)
-	c, err := s.clientFor(ctx, src)
+	c, guessed, err := s.clientFor(ctx, src)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "codemode gateway: cannot forward elicitation/create: " + err.Error()}
 	}
@@ -272,7 +274,7 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 			p.RequestedSchema = w.Schema
 		}
 	}
-	actx, cancel := s.askCtx(ctx)
+	actx, cancel := s.askCtx(ctx, guessed)
 	defer cancel()
 	res, err := c.Elicit(actx, &p)
 	if err != nil {
@@ -285,11 +287,11 @@ func (s *server) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 // SEP-2577 and still served for clients that declare it).
 func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 	_, src := s.takeAsk("sampling/createMessage", req.Params)
-	c, err := s.clientFor(ctx, src)
+	c, guessed, err := s.clientFor(ctx, src)
 	if err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "codemode gateway: cannot forward sampling/createMessage: " + err.Error()}
 	}
-	actx, cancel := s.askCtx(ctx)
+	actx, cancel := s.askCtx(ctx, guessed)
 	defer cancel()
 	res, err := c.CreateMessage(actx, req.Params)
 	if err != nil {
@@ -298,8 +300,12 @@ func (s *server) sample(ctx context.Context, req *mcp.CreateMessageRequest) (*mc
 	return res, nil
 }
 
-// askCtx bounds a question by the server's call timeout: the call that asked cannot outlive it.
-func (s *server) askCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+// askCtx bounds a question by the server's call timeout (the call that asked cannot outlive it),
+// and marks one whose call the protocol did not name (relay.Unattributed).
+func (s *server) askCtx(ctx context.Context, guessed bool) (context.Context, context.CancelFunc) {
+	if guessed {
+		ctx = relay.Unattributed(ctx)
+	}
 	return context.WithTimeout(ctx, s.cfg.Timeout())
 }
 
