@@ -372,7 +372,11 @@ func (e *durableEntry) live() (calls int, results int) {
 		}
 	}
 	e.carriers = kept
-	if e.current != nil && !e.busy {
+	if e.current != nil {
+		// Busy too: a wait of this process driving the run holds its lease, but other replicas
+		// still ask whether the calls' owner is alive as soon as that wait ends, and the wait
+		// may last longer than a heartbeat is believed (issue 20: a replay-safe call reissued
+		// twice, a running call settled as lost_on_replica). Running is safe while it drives.
 		calls += e.current.run.Running()
 	}
 	return calls, len(e.outbox)
