@@ -27,6 +27,7 @@ import (
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
@@ -219,7 +220,7 @@ type Runtime struct {
 	engineErr error
 	mod       *quickjs.Module
 	store     runstore.Backend
-	durable   *durableRuns // nil without Options.RunStore
+	durable   *durable.Runs // nil without Options.RunStore
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
@@ -264,7 +265,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+		rt.durable = durable.New(opts.RunStore, log, cm.SnapshotTTL())
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -280,7 +281,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	}
 	if rt.engine != nil && rt.durable != nil {
-		rt.engine.SetOwner(rt.durable.owner)
+		rt.engine.SetOwner(rt.durable.Owner())
 	}
 	return rt, nil
 }
@@ -391,10 +392,7 @@ func (rt *Runtime) CodeMode() config.CodeMode {
 // existed.
 func (rt *Runtime) CancelRun(runID string) bool {
 	if d := rt.durable; d != nil {
-		d.cancelLocal(runID)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		ok, err := d.store.Cancel(ctx, runID)
+		ok, err := d.Cancel(runID)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a run", "run", runID, "err", err)
 		}
@@ -408,10 +406,7 @@ func (rt *Runtime) CancelRun(runID string) bool {
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
 	if d := rt.durable; d != nil {
-		d.cancelSessionLocal(sessionKey)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		n, err := d.store.CancelSession(ctx, sessionKey)
+		n, err := d.EndSession(sessionKey)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a session's runs", "session", sessionKey, "err", err)
 		}
@@ -455,9 +450,10 @@ func (rt *Runtime) Stats() Stats {
 	st := Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
-		st.SuspendedRuns, st.SuspendedBytes = d.stats()
-		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
-			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
+		ds := d.Stats()
+		st.SuspendedRuns, st.SuspendedBytes = ds.Runs, ds.Bytes
+		st.RunStore = RunStoreStats{Takeovers: ds.Takeovers, ReissuedCalls: ds.Reissued, LostCalls: ds.Lost,
+			BusyWaits: ds.Busy, WriteFailures: ds.WriteFailures}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
@@ -475,7 +471,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 	if rt.durable == nil {
 		return nil
 	}
-	return rt.durable.drain(ctx)
+	return rt.durable.Drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close
@@ -483,7 +479,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.durable != nil {
-		rt.durable.close() // the records stay in the store for the other processes
+		rt.durable.Close() // the records stay in the store for the other processes
 	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {
