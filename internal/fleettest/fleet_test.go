@@ -95,7 +95,7 @@ type effects struct {
 	dir  string // the replicas' workspace: charges.log
 }
 
-func newEffects(t *testing.T) *effects {
+func newEffects(t testing.TB) *effects {
 	e := &effects{hits: map[string]int{}, dir: t.TempDir()}
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Query().Get("id")
@@ -153,7 +153,7 @@ type replica struct {
 
 func (r *replica) url() string { return fmt.Sprintf("http://127.0.0.1:%d", r.port) }
 
-func (r *replica) start(t *testing.T) {
+func (r *replica) start(t testing.TB) {
 	t.Helper()
 	cmd := exec.Command(binary, "serve", "--http", fmt.Sprintf("127.0.0.1:%d", r.port), "--config", r.cfg)
 	cmd.Dir = r.dir
@@ -237,7 +237,7 @@ func get(url string) (int, string) {
 	return res.StatusCode, b.String()
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -254,7 +254,7 @@ type fleet struct {
 	lb       string // haproxy's URL
 }
 
-func startFleet(t *testing.T) *fleet {
+func startFleet(t testing.TB) *fleet {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip(skipReason)
@@ -327,7 +327,7 @@ backend codemode
 	return b.String()
 }
 
-func startHAProxy(t *testing.T, replicas []*replica) string {
+func startHAProxy(t testing.TB, replicas []*replica) string {
 	t.Helper()
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
@@ -397,20 +397,29 @@ func call(ctx context.Context, url, tool string, args map[string]any) (api.ExecR
 	if err != nil {
 		return api.ExecResult{}, "", err
 	}
-	var out api.ExecResult
-	if len(res.Content) == 0 {
-		return out, "", fmt.Errorf("empty result")
-	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		return out, "", fmt.Errorf("unexpected content %T", res.Content[0])
-	}
-	if err := json.Unmarshal([]byte(tc.Text), &out); err != nil {
-		return out, "", fmt.Errorf("%v: %s", err, tc.Text)
+	out, err := decodeResult(res)
+	if err != nil {
+		return out, "", err
 	}
 	seen.mu.Lock()
 	defer seen.mu.Unlock()
 	return out, seen.last, nil
+}
+
+// decodeResult is an exec or wait result from its MCP tool result.
+func decodeResult(res *mcp.CallToolResult) (api.ExecResult, error) {
+	var out api.ExecResult
+	if len(res.Content) == 0 {
+		return out, fmt.Errorf("empty result")
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		return out, fmt.Errorf("unexpected content %T", res.Content[0])
+	}
+	if err := json.Unmarshal([]byte(tc.Text), &out); err != nil {
+		return out, fmt.Errorf("%v: %s", err, tc.Text)
+	}
+	return out, nil
 }
 
 // waitDone waits on runID through url until the run ends, retrying busy (as `codemode wait`
