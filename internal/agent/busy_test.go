@@ -43,7 +43,9 @@ func TestHandleRetriesBusy(t *testing.T) {
 	<-started
 	args, _ := json.Marshal(map[string]string{"runId": r.RunID})
 	got := make(chan provider.ToolResult, 1)
-	go func() { got <- handle(ctx, s, provider.ToolCall{ID: "call_1", Name: "wait", Arguments: args}, &Options{}) }()
+	go func() {
+		got <- handle(ctx, s, provider.ToolCall{ID: "call_1", Name: "wait", Arguments: args}, &Options{})
+	}()
 	if h := <-holder; h.Status != api.StatusWaiting {
 		t.Fatalf("the holding wait: %+v", h)
 	}
