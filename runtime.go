@@ -30,6 +30,7 @@ import (
 	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
@@ -87,12 +88,15 @@ type Options struct {
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
 	// when refused. internal/admission's Controller is the gateway's.
 	Admission Admission
-	// RunStore, when set, keeps suspended runs in a store shared by every process configured
-	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
-	// any of them started, and a restart loses none. nil keeps them in this process's memory.
-	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not.
-	RunStore RunStore
+	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
+	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
+	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
+	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
+	// the values cells save with results.save, so they survive restarts too.
+	RunStore *RunStore
+
+	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
+	resultLimits results.Limits
 }
 
 // SuspendedLimits bound suspended runs. A run counts against its session
@@ -145,10 +149,16 @@ func ConfigOptions(cfg *config.Config) Options {
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals: approvalsFromConfig(t.Approvals),
-		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: suspendedFromConfig(cfg),
+		Approvals:    approvalsFromConfig(t.Approvals),
+		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Suspended:    suspendedFromConfig(cfg),
+		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
+}
+
+func resultLimitsFromConfig(r config.Results) results.Limits {
+	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
+		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
 }
 
 func approvalsFromConfig(a config.Approvals) api.Approvals {
@@ -224,6 +234,8 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// results keeps what cells save (results.*) and oversized final values, per run scope.
+	results results.Store
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -247,16 +259,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	for i, r := range opts.Approvals.Rules {
-		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
-			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
-		}
-		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
-			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
-		}
-		if r.Timeout < 0 {
-			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
-		}
+	if err := checkApprovals(opts.Approvals); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
@@ -264,8 +268,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
-	if opts.RunStore != nil {
-		rt.durable = durable.New(opts.RunStore, log, cm.SnapshotTTL())
+	if opts.RunStore != nil && opts.RunStore.d != nil {
+		rt.durable = durable.New(opts.RunStore.d, log, cm.SnapshotTTL())
+	}
+	rt.results = results.NewMemory(opts.resultLimits)
+	if rs, ok := opts.RunStore.durable().(interface {
+		ResultStore(results.Limits) results.Store
+	}); ok {
+		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -370,6 +380,22 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 	rt.mod, rt.engine = mod, eng
 }
 
+// checkApprovals rejects rules with invalid patterns, fallbacks or timeouts.
+func checkApprovals(a api.Approvals) error {
+	for i, r := range a.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
+	return nil
+}
+
 // Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.
 func (rt *Runtime) Err() error {
 	if !rt.cm.Enabled {
@@ -405,6 +431,13 @@ func (rt *Runtime) CancelRun(runID string) bool {
 // returns the number of runs dropped.
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
+	if rt.results != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := rt.results.DropSession(ctx, sessionKey); err != nil {
+			rt.log.Warn("result store: cannot drop a session's results", "session", sessionKey, "err", err)
+		}
+		cancel()
+	}
 	if d := rt.durable; d != nil {
 		n, err := d.EndSession(sessionKey)
 		if err != nil {

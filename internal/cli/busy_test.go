@@ -10,6 +10,7 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/runstore"
 )
 
@@ -32,19 +33,18 @@ func TestWaitRetriesBusy(t *testing.T) {
 	cfg.Tools.CodeMode.Enabled = true
 	cfg.Tools.CodeMode.TimeoutMs = 800 // how long the holding wait keeps the run
 	cfg.Workspace = t.TempDir()
-	o := codemode.ConfigOptions(cfg)
 	store := runstore.NewMemDurable(runstore.Limits{})
 	store.SetTakeover(300 * time.Millisecond) // the lease, renewed while the holder runs: the busy hint
-	o.RunStore = store
-	rt, err := codemode.New(context.Background(), o)
+	// As `codemode wait` opens it (runWait), with the shared store given directly.
+	g, err := gateway.Open(context.Background(), cfg, gateway.Options{RunStore: store, Tools: []*api.Tool{block}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rt.Close()
-	if rt.Err() != nil {
-		t.Skipf("code mode runtime unavailable (run `make wasm`): %v", rt.Err())
+	defer g.Close()
+	if g.RT.Err() != nil {
+		t.Skipf("code mode runtime unavailable (run `make wasm`): %v", g.RT.Err())
 	}
-	s := rt.Activate(cliRun, []*api.Tool{block})
+	s := g.Surface(cliRun, nil)
 	ctx := context.Background()
 	r := s.Exec(ctx, "exec_1", codemode.ExecInput{Code: `await yield_control(); const v = await tools.block({}); return v.released ? "done" : "?"`})
 	if r.Status != api.StatusWaiting {

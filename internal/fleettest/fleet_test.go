@@ -406,18 +406,17 @@ func call(ctx context.Context, url, tool string, args map[string]any) (api.ExecR
 	return out, seen.last, nil
 }
 
-// decodeResult is an exec or wait result from its MCP tool result.
+// decodeResult is an exec or wait result from its MCP tool result: the structured content is
+// the CodeModeResult as JSON; the text block shows it to a model (inside an untrusted-content
+// marking when the cell read untrusted content).
 func decodeResult(res *mcp.CallToolResult) (api.ExecResult, error) {
 	var out api.ExecResult
-	if len(res.Content) == 0 {
-		return out, fmt.Errorf("empty result")
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil {
+		return out, fmt.Errorf("no structured content: %v", err)
 	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		return out, fmt.Errorf("unexpected content %T", res.Content[0])
-	}
-	if err := json.Unmarshal([]byte(tc.Text), &out); err != nil {
-		return out, fmt.Errorf("%v: %s", err, tc.Text)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("%v: %s", err, raw)
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -60,7 +61,7 @@ func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
 	var runs []*runGroup
 	byRun := map[api.RunContext]*runGroup{}
 	for _, ev := range events {
-		k := api.RunContext{AgentID: ev.Run.AgentID, SessionKey: ev.Run.SessionKey, SessionID: ev.Run.SessionID, RunID: ev.Run.RunID}
+		k := api.RunContext{Principal: ev.Run.Principal, AgentID: ev.Run.AgentID, SessionKey: ev.Run.SessionKey, SessionID: ev.Run.SessionID, RunID: ev.Run.RunID}
 		g := byRun[k]
 		if g == nil {
 			g = &runGroup{rc: k}
@@ -79,7 +80,7 @@ func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
 
 func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opts RenderOptions) {
 	var head []string
-	for _, kv := range [][2]string{{"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
+	for _, kv := range [][2]string{{"principal", rc.Principal}, {"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
 		if kv[1] != "" {
 			head = append(head, kv[0]+"="+oneLine(kv[1], previewBytes))
 		}
@@ -107,7 +108,11 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	sort.SliceStable(top, func(i, j int) bool { return top[i].Time.Before(top[j].Time) })
 	shown := map[string]bool{}
 	for _, ev := range top {
-		fmt.Fprintf(w, "%s %s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
+		title := ""
+		if ev.Title != "" {
+			title = " " + strconv.Quote(oneLine(ev.Title, 200))
+		}
+		fmt.Fprintf(w, "%s %s%s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), title, oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 		detail(w, "    ", ev, opts)
 		for _, a := range about[ev.CallID] {
 			fmt.Fprintf(w, "    %s\n", aboutLine(a))
