@@ -393,13 +393,11 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
 }
 
-// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
-// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM. The
-// gateway's controller (internal/admission) also frees the slot's CPU share while the VM only
-// waits for nested calls or timers (issue 18 item 4); any other Admission holds its slot for
-// the VM's whole life.
+// admit wires admission control (Options.Admission) into one exec or wait: the sandbox asks for
+// a slot, keyed by principal (or session) for fairness, right before it runs a VM, and gives
+// its CPU share back while the VM only waits for nested calls or timers (issue 18 item 4).
 func (s *Surface) admit(lim *sandbox.Limits) {
-	a := s.rt.opts.Admission
+	a := s.rt.adm
 	if a == nil {
 		return
 	}
@@ -407,28 +405,29 @@ func (s *Surface) admit(lim *sandbox.Limits) {
 	if s.run.Principal != "" {
 		key = "principal:" + s.run.Principal // one principal's sessions share one fair share
 	}
-	if sa, ok := a.(slotAdmission); ok {
-		lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-			sl, err := sa.AcquireSlot(ctx, key)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return sl, nil
-		}
-		return
-	}
 	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-		release, err := a.Acquire(ctx, key)
+		sl, err := a.AcquireSlot(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
-		return sandbox.ReleaseSlot(release), nil
+		return sl, nil
 	}
 }
 
-// slotAdmission is an Admission that can tell an idle VM from a running one (internal/admission).
-type slotAdmission interface {
-	AcquireSlot(ctx context.Context, session string) (*admission.Slot, error)
+// admitter hands out VM slots: internal/admission's Controller, or a test's stand-in.
+type admitter interface {
+	AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error)
+}
+
+// controllerAdmitter is the admission controller as an admitter.
+type controllerAdmitter struct{ c *admission.Controller }
+
+func (a controllerAdmitter) AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error) {
+	sl, err := a.c.AcquireSlot(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sl, nil
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the

@@ -83,10 +83,14 @@ type Options struct {
 	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
 	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
-	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
-	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
-	// when refused. internal/admission's Controller is the gateway's.
-	Admission Admission
+	// Admission, when set, bounds the VMs that run at once, for a runtime that many sessions
+	// share (a server): at most MaxRunning compute at a time (4 × cores by default), their guest
+	// heaps never exceed MemoryBudgetBytes (half the physical memory by default), MaxQueued
+	// more wait their turn, fairly between sessions and principals, and a cell idle on timers or
+	// nested calls gives its CPU share back while it waits. A refused exec or wait fails with
+	// code "overloaded" (a refused wait leaves its run suspended). Zero fields are derived from
+	// the machine; nil means no admission control.
+	Admission *config.Admission
 	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
 	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
 	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
@@ -96,6 +100,8 @@ type Options struct {
 
 	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
 	resultLimits results.Limits
+	// admitter replaces the admission controller (tests).
+	admitter admitter
 }
 
 // SuspendedLimits bound suspended runs. A run counts against its session
@@ -124,11 +130,6 @@ func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
 		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
-// Admission hands out slots for running VMs, fairly between sessions.
-type Admission interface {
-	Acquire(ctx context.Context, session string) (release func(), err error)
-}
-
 // Defaults of the hot VM bounds.
 const (
 	DefaultHotRuns        = 64
@@ -136,10 +137,12 @@ const (
 )
 
 // ConfigOptions maps a configuration file (the `codemode` command's JSON5 file) onto Options:
-// code mode and its limits, the tool policy, the engine's compilation cache. The caller adds
-// what a file cannot hold (hooks, a logger, tools' resources).
+// code mode and its limits, the tool policy, the engine's compilation cache, admission control
+// and the limits of suspended runs and saved results. The caller adds what a file cannot hold
+// (hooks, a logger, a run store).
 func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
+	adm := cfg.Runtime.Admission
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
 	return Options{
@@ -151,6 +154,7 @@ func ConfigOptions(cfg *config.Config) Options {
 		Approvals:    approvalsFromConfig(t.Approvals),
 		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
 		Suspended:    suspendedFromConfig(cfg),
+		Admission:    &adm,
 		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
 }
@@ -235,6 +239,10 @@ type Runtime struct {
 	gate      *dispatch.Gate
 	// results keeps what cells save (results.*) and oversized final values, per run scope.
 	results results.Store
+	// adm hands out the slots of running VMs (Options.Admission); nil without admission control.
+	// admc is the controller behind it, for Stats.
+	adm  admitter
+	admc *admission.Controller
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -267,6 +275,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
+	if opts.Admission != nil {
+		ac := admission.FromSettings(*opts.Admission, cm)
+		ac.OnIdle = quickjs.ReleaseIdleMemory // after a burst, pooled VM memories go back to the OS
+		c := admission.New(ac)
+		quickjs.SetMemoryPoolSize(c.MaxRunning())
+		rt.adm, rt.admc = controllerAdmitter{c}, c
+	}
+	if opts.admitter != nil {
+		rt.adm = opts.admitter
+	}
 	if opts.RunStore != nil && opts.RunStore.d != nil {
 		rt.durable = newDurableRuns(opts.RunStore.d, log, cm.SnapshotTTL())
 	}
@@ -467,6 +485,18 @@ type Stats struct {
 	HotEvictions int64
 	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
 	RunStore RunStoreStats
+	// Admission is the state of admission control (Options.Admission); zero without it.
+	Admission AdmissionStats
+}
+
+// AdmissionStats is the state of admission control.
+type AdmissionStats struct {
+	// Running is the number of VMs computing now, of at most MaxRunning.
+	Running, MaxRunning int
+	// Queued is the number of execs and waits waiting for a slot.
+	Queued int
+	// Rejected counts the execs and waits refused with code "overloaded" since the start.
+	Rejected uint64
 }
 
 // RunStoreStats are counters of a runtime's use of a shared run store, since it started.
@@ -495,6 +525,10 @@ func (rt *Runtime) Stats() Stats {
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
+	}
+	if c := rt.admc; c != nil {
+		st.Admission.Running, st.Admission.Queued, st.Admission.Rejected = c.Stats()
+		st.Admission.MaxRunning = c.MaxRunning()
 	}
 	return st
 }

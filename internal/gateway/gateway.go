@@ -14,10 +14,8 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
-	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/builtin"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
-	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/runstore/redisstore"
 	"github.com/codemode-go/codemode/internal/upstream"
@@ -32,7 +30,6 @@ type Gateway struct {
 	mu      sync.Mutex
 	natives []*api.Tool
 	mcp     *upstream.Manager // nil without MCP servers
-	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
 	// store is the shared run store built from runStore (nil: runs stay in the process).
@@ -76,14 +73,9 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	// Admission control for every exec and wait of the process (runtime.admission); after a
-	// burst, pooled VM memories go back to the OS.
-	ac := admission.Derive(cfg)
-	ac.OnIdle = quickjs.ReleaseIdleMemory
-	g.adm = admission.New(ac)
-	quickjs.SetMemoryPoolSize(g.adm.MaxRunning())
+	// ConfigOptions includes admission control for every exec and wait of the process
+	// (runtime.admission).
 	ro := codemode.ConfigOptions(cfg)
-	ro.Admission = g.adm
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
 	ro.Hooks = opts.Hooks
@@ -207,11 +199,9 @@ func (g *Gateway) MCPStatus() []upstream.ServerStatus {
 
 // AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
 func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
-	return g.adm.Stats()
+	a := g.RT.Stats().Admission
+	return a.Running, a.Queued, a.Rejected
 }
-
-// Admission is the process's admission controller.
-func (g *Gateway) Admission() *admission.Controller { return g.adm }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.
 func (g *Gateway) Tools() []*api.Tool {
