@@ -302,42 +302,53 @@ func isASCIIAlpha(s string) bool {
 
 // analyze turns text into terms (see the top of this file). scratch is reused
 // for the intermediate word list.
-func analyze(text string, scratch []string, out []string) ([]string, []string) {
+func analyze(text string, scratch []string, out []string, c *cjkCtx) ([]string, []string) {
 	words := splitWords(text, scratch[:0])
-	return words, analyzeWords(words, out)
+	return words, analyzeWordsCJK(words, out, c)
+}
+
+func first(w string) rune {
+	r, _ := utf8.DecodeRuneInString(w)
+	return r
 }
 
 // analyzeWords is analyze after splitWords.
-func analyzeWords(words []string, out []string) []string {
+func analyzeWords(words []string, out []string) []string { return analyzeWordsCJK(words, out, nil) }
+
+// analyzeWordsCJK is analyzeWords with a dictionary for Chinese and Japanese (cjk.go).
+func analyzeWordsCJK(words []string, out []string, c *cjkCtx) []string {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
 		if knobs.noAbbrev {
-			out = appendTerm(out, w)
+			out = appendTerm(out, w, c)
 			continue
 		}
 		if i+1 < len(words) {
 			if p, ok := phrases[[2]string{w, words[i+1]}]; ok {
 				i++
 				if p != "" {
-					out = appendTerm(out, p)
+					out = appendTerm(out, p, c)
 				}
 				continue
 			}
 		}
 		if exp, ok := abbrev[w]; ok {
 			for _, e := range exp {
-				out = appendTerm(out, e)
+				out = appendTerm(out, e, c)
 			}
 			continue
 		}
-		out = appendTerm(out, w)
+		out = appendTerm(out, w, c)
 	}
 	return out
 }
 
-func appendTerm(out []string, w string) []string {
+func appendTerm(out []string, w string, c *cjkCtx) []string {
 	if !isASCII(w) {
 		if spaceless(w) {
+			if scriptClass(first(w)) == classCJK {
+				return appendCJK(out, w, c)
+			}
 			return appendBigrams(out, w)
 		}
 		if f, folded := foldWord(w); folded {
@@ -362,7 +373,7 @@ func appendTerm(out []string, w string) []string {
 // Terms returns the index terms of text, as the ranking sees them. It is
 // exported for tests, debugging and explanations ("why did this rank?").
 func Terms(text string) []string {
-	_, out := analyze(text, nil, nil)
+	_, out := analyze(text, nil, nil, &cjkCtx{d: dictionary()})
 	return out
 }
 

@@ -63,6 +63,21 @@ func (ix *Index) concepts(s *scratch) []concept {
 				}
 			}
 		}
+		// Across languages (cjk.go): an English word meets a Chinese tool through the tool's
+		// translated terms; a Chinese word meets English tools through its own translations.
+		if !knobs.noTranslate {
+			if tm := ix.terms["~"+qt]; tm != nil {
+				c.alts = append(c.alts, alt{tm: tm, name: "~", w: transDocWeight})
+			}
+			for _, e := range s.trans[qt] {
+				if tm := ix.terms[e]; tm != nil {
+					c.alts = append(c.alts, alt{tm: tm, name: "→" + e, w: transQueryWeight})
+				}
+				if tm := ix.terms["~"+e]; tm != nil {
+					c.alts = append(c.alts, alt{tm: tm, name: "→" + e, w: transQueryWeight * transDocWeight})
+				}
+			}
+		}
 		absent := ix.terms[qt] == nil
 		for _, e := range s.exp[qt] {
 			w := e.w
@@ -77,6 +92,14 @@ func (ix *Index) concepts(s *scratch) []concept {
 	}
 	return out
 }
+
+// Translated matches weigh below literal ones (chosen on the round-two dev split): a query's own
+// translation (Chinese → English) counts transQueryWeight of a literal match, a tool's
+// translated terms transDocWeight.
+var (
+	transQueryWeight = 0.5
+	transDocWeight   = 0.7
+)
 
 // serverWeight scales a server's BM25 score (over its name, title,
 // description and instructions) into a lift for each of its tools that
@@ -218,8 +241,14 @@ func explain(cs []concept, contrib []float64, how []string) []string {
 	var out []string
 	for _, i := range idx {
 		w := cs[i].word
-		if how[i] != "" {
-			w += "≈" + how[i]
+		switch h := how[i]; {
+		case h == "":
+		case h == "~": // the tool's text, translated, has the word
+			w += " (translated)"
+		case strings.HasPrefix(h, "→"): // the word, translated, is in the tool's text
+			w += h + " (translated)"
+		default:
+			w += "≈" + h
 		}
 		out = append(out, w)
 	}

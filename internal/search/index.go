@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/codemode-go/codemode/internal/search/cedict"
 	"github.com/codemode-go/codemode/internal/search/wordnet"
 	"github.com/codemode-go/codemode/internal/textcut"
 )
@@ -53,6 +55,7 @@ const (
 	fDesc
 	fGroup
 	fLead
+	fTrans // English translations of the Chinese/Japanese words of the other fields (cjk.go)
 	numFields
 )
 
@@ -62,8 +65,8 @@ const (
 // not very sensitive to them (±0.01 recall@5 over wide ranges); the field
 // weights as a whole are worth about +0.03 recall@5 over equal weights.
 var (
-	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5}
-	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5}
+	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1}
+	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5, fTrans: 0.5}
 )
 
 const k1 = 1.2
@@ -75,6 +78,7 @@ var knobs struct {
 	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
 	noWordNet                                                  bool // issue 23: no WordNet expansion
 	noServers, noDiversity                                     bool // issue 23: no server evidence, no diversity
+	noCedict, noSegWords, noTranslate                          bool // issue 23 round 2: no dictionary at all, no dictionary words, no translation
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
 
@@ -103,7 +107,10 @@ type Index struct {
 	// server there (-1: none).
 	servers *Index
 	group   []int32
-	pool    sync.Pool // *scratch
+	// dict is the Chinese–English dictionary the index was built with (nil: none); queries are
+	// analysed with the same one.
+	dict *cedict.Dict
+	pool sync.Pool // *scratch
 }
 
 type scratch struct {
@@ -118,6 +125,9 @@ type scratch struct {
 	concepts []concept
 	lemmas   []string
 	rel      []wordnet.Related
+	trans    map[string][]string // CJK query term → its translations (terms)
+	single   []string            // single-character CJK words with translations
+	tcache   map[int][]string
 }
 
 // NewIndex builds the index. Cost is linear in the text indexed (some tens of
@@ -129,6 +139,10 @@ func NewIndex(docs []Doc) *Index {
 		terms: map[string]*term{},
 		exact: map[string][]int32{},
 		vocab: map[string]uint8{},
+		dict:  dictionary(),
+	}
+	if knobs.noCedict {
+		ix.dict = nil
 	}
 	n := len(docs)
 
@@ -182,14 +196,38 @@ func NewIndex(docs []Doc) *Index {
 	var sumLen [numFields]float64
 	var terms []string
 	pos := map[string]int{} // term → index in perDoc[i], reused
+	var trans []string
+	tcache := map[int][]string{}
+	plain := &cjkCtx{d: ix.dict}
+	translating := &cjkCtx{d: ix.dict, seg: func(_ string, head int) {
+		t, ok := tcache[head]
+		if !ok {
+			for _, e := range translations(ix.dict, head, nil) {
+				t = append(t, "~"+e)
+			}
+			tcache[head] = t
+		}
+		trans = append(trans, t...)
+	}}
 	for i := range docs {
 		var tcs []termCount
 		clear(pos)
+		trans = trans[:0]
 		for f, words := range fieldWords[i] {
+			if f == fTrans {
+				words = trans // filled by the fields before it
+			}
 			if len(words) == 0 {
 				continue
 			}
-			terms = analyzeWords(words, terms[:0])
+			switch f {
+			case fTrans:
+				terms = append(terms[:0], trans...)
+			case fLead, fGroup:
+				terms = analyzeWordsCJK(words, terms[:0], plain)
+			default:
+				terms = analyzeWordsCJK(words, terms[:0], translating)
+			}
 			if f == fName || f == fTitle || f == fGroup {
 				terms = ix.addCompoundParts(words, terms)
 			}
@@ -259,6 +297,7 @@ func NewIndex(docs []Doc) *Index {
 			best:  make([]float64, n),
 			hit:   make([]bool, n),
 			exp:   map[string][]expansion{},
+			trans: map[string][]string{},
 		}
 	}
 	return ix
@@ -327,6 +366,34 @@ func (ix *Index) segment(w string) []string {
 	return parts
 }
 
+// queryCJK is the analyzer context of a query: dictionary segments give the query concepts
+// their translations (s.trans), and a single-character word that is not a term of its own
+// becomes one (it can only match through its translations).
+func (ix *Index) queryCJK(s *scratch) *cjkCtx {
+	if ix.dict == nil {
+		return nil
+	}
+	if s.tcache == nil {
+		s.tcache = map[int][]string{}
+	}
+	if len(s.tcache) > 4096 {
+		clear(s.tcache)
+	}
+	return &cjkCtx{d: ix.dict, seg: func(key string, head int) {
+		if _, ok := s.trans[key]; ok {
+			return
+		}
+		t := translations(ix.dict, head, s.tcache)
+		if len(t) == 0 {
+			return
+		}
+		s.trans[key] = t
+		if utf8.RuneCountInString(key) == 1 {
+			s.single = append(s.single, key)
+		}
+	}}
+}
+
 // Len is the number of documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
@@ -360,7 +427,10 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 		}
 	}
 
-	s.words, s.terms = analyze(query, s.words, s.terms[:0])
+	clear(s.trans)
+	s.single = s.single[:0]
+	s.words, s.terms = analyze(query, s.words, s.terms[:0], ix.queryCJK(s))
+	s.terms = append(s.terms, s.single...)
 	s.terms = ix.expandUnknown(s.words, s.terms)
 	ix.expandWordNet(s)
 	s.concepts = ix.concepts(s)

@@ -1,0 +1,112 @@
+package search
+
+import (
+	"unicode/utf8"
+
+	"github.com/codemode-go/codemode/internal/search/cedict"
+)
+
+// Chinese and Japanese with a dictionary (issue 23, round 2; RATIONALE.md "Why a bilingual
+// dictionary, and what it gained"): with the CC-CEDICT index (package cedict) a run of Han/Kana
+// text is
+//
+//   - normalised character by character to simplified forms (數據庫 → 数据库, 検索 → 检索), so
+//     traditional Chinese and Japanese kanji meet simplified Chinese;
+//   - cut into character bigrams as without a dictionary, plus the dictionary words of three or
+//     more characters found by forward longest match (数据库: the bigrams 数据, 据库 and the word
+//     数据库; a two-character word is one of the bigrams already);
+//   - translated: each dictionary word found (and each single character that is a word on its
+//     own and not a function character) gives its English words, which the index keeps as
+//     translated terms (fTrans, "~term") and a query uses as lower-weighted alternatives.
+//
+// Without the dictionary (a `go get` build before its download) text is analysed as bigrams only.
+
+// dictionary is the CC-CEDICT index NewIndex uses (nil: none); tests replace it.
+var dictionary = cedict.Default
+
+// cjkStop are Chinese function characters: they are not translated on their own.
+var cjkStop = map[rune]bool{}
+
+func init() {
+	for _, r := range "的了是在和与或及等把被将对从到以为中上下个这那也就都而之其并且但若如则即于由向给让" +
+		"我你他她它们您啊吗呢吧呀哦么什怎哪谁每各该此些所已还再又很更最请要会能可想需用" {
+		cjkStop[r] = true
+	}
+}
+
+// cjkCtx carries the dictionary through the analyzer; seg, when set, is told each dictionary
+// segment (its key term and headword index) for translation.
+type cjkCtx struct {
+	d   *cedict.Dict
+	seg func(key string, head int)
+}
+
+// appendCJK appends the terms of one spaceless Han/Kana word.
+func appendCJK(out []string, w string, c *cjkCtx) []string {
+	if c == nil || c.d == nil || knobs.noCedict {
+		return appendBigrams(out, w)
+	}
+	d := c.d
+	var buf [64]rune
+	rs := buf[:0]
+	changed := false
+	for _, r := range w {
+		v := d.Variant(r)
+		changed = changed || v != r
+		rs = append(rs, v)
+	}
+	if changed {
+		w = string(rs)
+	}
+	out = appendBigrams(out, w)
+	// Forward longest match over the headwords.
+	for i := 0; i < len(rs); {
+		n := min(d.MaxLen(rs[i]), len(rs)-i)
+		found, head := 0, -1
+		for ; n >= 1; n-- {
+			if h := d.Find(string(rs[i : i+n])); h >= 0 {
+				found, head = n, h
+				break
+			}
+		}
+		if found == 0 {
+			i++
+			continue
+		}
+		key := string(rs[i : i+found])
+		if found >= 3 && !knobs.noSegWords {
+			out = append(out, key)
+		}
+		if c.seg != nil && !knobs.noTranslate && (found > 1 || !cjkStop[rs[i]]) {
+			c.seg(key, head)
+		}
+		i += found
+	}
+	return out
+}
+
+// translations turns a headword's English words into index terms (the analyzer's: stemmed,
+// stopwords dropped, phrases such as "log in" folded), deduplicated; cache (per index build or
+// per query) keeps each headword's.
+func translations(d *cedict.Dict, head int, cache map[int][]string) []string {
+	if t, ok := cache[head]; ok {
+		return t
+	}
+	var out []string
+	for _, t := range analyzeWords(d.English(head, nil), nil) {
+		dup := false
+		for _, x := range out {
+			if x == t {
+				dup = true
+				break
+			}
+		}
+		if !dup && utf8.RuneCountInString(t) > 1 {
+			out = append(out, t)
+		}
+	}
+	if cache != nil {
+		cache[head] = out
+	}
+	return out
+}
