@@ -346,8 +346,13 @@ func analyzeWordsCJK(words []string, out []string, c *cjkCtx) []string {
 func appendTerm(out []string, w string, c *cjkCtx) []string {
 	if !isASCII(w) {
 		if spaceless(w) {
-			if scriptClass(first(w)) == classCJK {
+			switch scriptClass(first(w)) {
+			case classCJK:
 				return appendCJK(out, w, c)
+			case classHangul:
+				if c != nil && c.loan != nil {
+					c.loan(w)
+				}
 			}
 			return appendBigrams(out, w)
 		}

@@ -37,12 +37,77 @@ func init() {
 // cjkCtx carries the dictionary through the analyzer; seg, when set, is told each dictionary
 // segment (its key term and headword index) for translation.
 type cjkCtx struct {
-	d   *cedict.Dict
-	seg func(key string, head int)
+	d    *cedict.Dict
+	seg  func(key string, head int)
+	loan func(word string) // each katakana or hangul word (translit.go)
 }
 
 // appendCJK appends the terms of one spaceless Han/Kana word.
 func appendCJK(out []string, w string, c *cjkCtx) []string {
+	if !knobs.noKanaSplit && hasKana(w) {
+		// Japanese: kanji, katakana and hiragana runs are analysed apart. Hiragana is mostly
+		// grammar (particles, verb endings: を, して, ください) and is dropped; a katakana run is
+		// one word (a loanword), kept whole and matched by sound (translit.go); kanji runs go on
+		// as Chinese text does.
+		start, cls := 0, kanaClass(first(w))
+		for i, r := range w {
+			if k := kanaClass(r); k != cls {
+				out = appendKanaRun(out, w[start:i], cls, c)
+				start, cls = i, k
+			}
+		}
+		return appendKanaRun(out, w[start:], cls, c)
+	}
+	return appendHan(out, w, c)
+}
+
+const (
+	kanaHan = iota
+	kanaHira
+	kanaKata
+)
+
+func kanaClass(r rune) int {
+	switch {
+	case isKatakana(r):
+		return kanaKata
+	case r >= 0x3041 && r <= 0x309F:
+		return kanaHira
+	}
+	return kanaHan
+}
+
+func hasKana(w string) bool {
+	for _, r := range w {
+		if kanaClass(r) != kanaHan {
+			return true
+		}
+	}
+	return false
+}
+
+func appendKanaRun(out []string, run string, cls int, c *cjkCtx) []string {
+	switch cls {
+	case kanaHira:
+		return out
+	case kanaKata:
+		if c != nil && c.loan != nil {
+			c.loan(run)
+		}
+		if utf8.RuneCountInString(run) < 2 {
+			return out
+		}
+		return append(out, run)
+	}
+	return appendHan(out, run, c)
+}
+
+// appendHan appends the terms of a run of Han characters (or, with knobs.noKanaSplit, any
+// Han/Kana run).
+func appendHan(out []string, w string, c *cjkCtx) []string {
+	if knobs.noKanaSplit && c != nil && c.loan != nil {
+		loanRuns(w, c.loan)
+	}
 	if c == nil || c.d == nil || knobs.noCedict {
 		return appendBigrams(out, w)
 	}
@@ -77,7 +142,9 @@ func appendCJK(out []string, w string, c *cjkCtx) []string {
 		if found >= 3 && !knobs.noSegWords {
 			out = append(out, key)
 		}
-		if c.seg != nil && !knobs.noTranslate && (found > 1 || !cjkStop[rs[i]]) {
+		// A character inside a longer run that is no word with its neighbours is translated
+		// only when it is the whole run: 作 of 作成 is not "worker" (round two, dev).
+		if c.seg != nil && !knobs.noTranslate && (found > 1 || len(rs) == 1 && !cjkStop[rs[i]]) {
 			c.seg(key, head)
 		}
 		i += found

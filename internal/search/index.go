@@ -29,6 +29,9 @@ type Doc struct {
 	// Params are the parameter names. Trusted for native tools; for MCP tools
 	// they only feed the ranking (they are never shown to the model from here).
 	Params []string
+	// ParamDocs are the parameters' descriptions (optional, untrusted): indexed with a low
+	// weight, bounded like the description.
+	ParamDocs []string
 	// Group is the server or plugin id (optional): indexed with a low weight so
 	// "slack" or "stripe" in a query helps, and usable as a filter.
 	Group string
@@ -56,6 +59,7 @@ const (
 	fGroup
 	fLead
 	fTrans // English translations of the Chinese/Japanese words of the other fields (cjk.go)
+	fParamDocs
 	numFields
 )
 
@@ -65,8 +69,8 @@ const (
 // not very sensitive to them (±0.01 recall@5 over wide ranges); the field
 // weights as a whole are worth about +0.03 recall@5 over equal weights.
 var (
-	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1}
-	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5, fTrans: 0.5}
+	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1, fParamDocs: 0.1}
+	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5, fTrans: 0.5, fParamDocs: 0.75}
 )
 
 const k1 = 1.2
@@ -77,8 +81,11 @@ var knobs struct {
 	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
 	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
 	noWordNet                                                  bool // issue 23: no WordNet expansion
-	noServers, noDiversity                                     bool // issue 23: no server evidence, no diversity
+	noServers                                                  bool // issue 23: no server evidence
 	noCedict, noSegWords, noTranslate                          bool // issue 23 round 2: no dictionary at all, no dictionary words, no translation
+	noCognates                                                 bool // issue 23 round 2: no prefix cognates for unknown words
+	noLoanwords                                                bool // issue 23 round 2: no katakana/hangul loanword matching
+	noKanaSplit                                                bool // issue 23 round 2: Japanese runs analysed as Chinese ones
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
 
@@ -110,7 +117,14 @@ type Index struct {
 	// dict is the Chinese–English dictionary the index was built with (nil: none); queries are
 	// analysed with the same one.
 	dict *cedict.Dict
-	pool sync.Pool // *scratch
+	// sorted are the index's plain-letter terms in order, for cognate look-ups (built on first
+	// use).
+	sortedOnce sync.Once
+	sorted     []string
+	// loans maps consonant skeletons of catalog words to their terms (translit.go).
+	loanOnce sync.Once
+	loans    map[string][]string
+	pool     sync.Pool // *scratch
 }
 
 type scratch struct {
@@ -157,6 +171,9 @@ func NewIndex(docs []Doc) *Index {
 			fDesc:   textcut.Prefix(d.Description, maxDescriptionBytes),
 			fGroup:  textcut.Prefix(d.Group, maxFieldBytes),
 			fLead:   leadSentence(d.Description),
+		}
+		if fieldWeight[fParamDocs] > 0 {
+			texts[fParamDocs] = textcut.Prefix(strings.Join(d.ParamDocs, "\n"), maxDescriptionBytes)
 		}
 		for f, text := range texts {
 			if text == "" {
@@ -208,6 +225,10 @@ func NewIndex(docs []Doc) *Index {
 			tcache[head] = t
 		}
 		trans = append(trans, t...)
+	}, loan: func(w string) {
+		for _, t := range ix.loanTerms(loanSkeleton(w)) {
+			trans = append(trans, "~"+t)
+		}
 	}}
 	for i := range docs {
 		var tcs []termCount
@@ -370,8 +391,17 @@ func (ix *Index) segment(w string) []string {
 // their translations (s.trans), and a single-character word that is not a term of its own
 // becomes one (it can only match through its translations).
 func (ix *Index) queryCJK(s *scratch) *cjkCtx {
+	loan := func(w string) {
+		if _, ok := s.trans[w]; ok {
+			return
+		}
+		if t := ix.loanTerms(loanSkeleton(w)); len(t) > 0 {
+			s.trans[w] = t
+			s.single = append(s.single, w)
+		}
+	}
 	if ix.dict == nil {
-		return nil
+		return &cjkCtx{loan: loan}
 	}
 	if s.tcache == nil {
 		s.tcache = map[int][]string{}
@@ -379,7 +409,7 @@ func (ix *Index) queryCJK(s *scratch) *cjkCtx {
 	if len(s.tcache) > 4096 {
 		clear(s.tcache)
 	}
-	return &cjkCtx{d: ix.dict, seg: func(key string, head int) {
+	return &cjkCtx{d: ix.dict, loan: loan, seg: func(key string, head int) {
 		if _, ok := s.trans[key]; ok {
 			return
 		}
@@ -410,6 +440,10 @@ func (ix *Index) Search(query string, limit int) []Hit {
 // SearchFilter is Search over the documents for which keep returns true
 // (keep == nil keeps all); e.g. one server only.
 func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) []Hit {
+	return ix.search(query, limit, keep)
+}
+
+func (ix *Index) search(query string, limit int, keep func(doc int) bool) []Hit {
 	if limit <= 0 || strings.TrimSpace(query) == "" || len(ix.docs) == 0 {
 		return nil
 	}
@@ -435,20 +469,7 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 	ix.expandWordNet(s)
 	s.concepts = ix.concepts(s)
 	s.touched = s.touched[:0]
-	for _, c := range s.concepts {
-		s.cTouch = s.cTouch[:0]
-		for _, a := range c.alts {
-			ix.scoreTerm(s, a.tm, a.w)
-		}
-		for _, d := range s.cTouch {
-			if !s.hit[d] {
-				s.hit[d] = true
-				s.touched = append(s.touched, d)
-			}
-			s.score[d] += s.best[d]
-			s.best[d] = 0
-		}
-	}
+	ix.scoreConcepts(s, s.concepts)
 	lift := ix.serverLift(query, s)
 
 	top := make([]Hit, 0, min(limit, len(s.touched)+len(exact)))
@@ -473,9 +494,6 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 		top = append(top, ex...)
 	}
 	want := limit
-	if len(s.concepts) >= diverseConcepts && !knobs.noDiversity {
-		want = max(3*limit, 30) // candidates for the diversity re-ranking
-	}
 	rest := min(want, len(ix.docs)) - len(top)
 	var ranked []Hit // the best `rest` hits so far, sorted once full
 	if rest > 0 {
@@ -510,6 +528,24 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 	}
 	out := append(top, ranked...)
 	return ix.finish(s, out, lift, limit)
+}
+
+// scoreConcepts adds the concepts' scores to s.score (s.touched lists the documents touched).
+func (ix *Index) scoreConcepts(s *scratch, cs []concept) {
+	for _, c := range cs {
+		s.cTouch = s.cTouch[:0]
+		for _, a := range c.alts {
+			ix.scoreTerm(s, a.tm, a.w)
+		}
+		for _, d := range s.cTouch {
+			if !s.hit[d] {
+				s.hit[d] = true
+				s.touched = append(s.touched, d)
+			}
+			s.score[d] += s.best[d]
+			s.best[d] = 0
+		}
+	}
 }
 
 // better orders hits: higher score first, then lower doc position.

@@ -149,11 +149,24 @@ func (s *r2Sets) eval(split string, opts Options, verbose bool) r2Figures {
 // r2Stages are the round-two methods, cumulative, each switched on by clearing its knob. The
 // first row is the search as round one shipped it.
 func r2Stages() []stage {
+	off := func(fs ...*bool) func() {
+		return func() {
+			for _, f := range fs {
+				*f = true
+			}
+		}
+	}
+	k := &knobs
 	return []stage{
-		{"round one (main)", func() { knobs.noCedict = true }, withServers2},
-		{"+ CC-CEDICT variants, bigrams only", func() { knobs.noSegWords, knobs.noTranslate = true, true }, withServers2},
-		{"+ dictionary words (3+ chars)", func() { knobs.noTranslate = true }, withServers2},
-		{"+ translation", func() {}, withServers2},
+		{"round one (main)", off(&k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ CC-CEDICT variants, bigrams only", off(&k.noSegWords, &k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ dictionary words (3+ chars)", off(&k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ translation", off(&k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"  (translation, bigrams only)", off(&k.noSegWords, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ cognates", off(&k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ loanwords (katakana, hangul)", off(&k.noKanaSplit), withServers2},
+		{"+ Japanese script runs", off(), withServers2},
+		{"+ pseudo-relevance feedback", off(), withServers2},
 	}
 }
 

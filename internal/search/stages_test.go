@@ -20,7 +20,9 @@ import (
 type i23Tool struct {
 	Server, Name, Title, Description string
 	InputSchema                      struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+		Properties map[string]struct {
+			Description string `json:"description"`
+		} `json:"properties"`
 	} `json:"inputSchema"`
 	Annotations struct{ Title string } `json:"annotations"`
 }
@@ -50,8 +52,14 @@ func i23Docs(tools []i23Tool) ([]Doc, []string) {
 			params = append(params, p)
 		}
 		sort.Strings(params)
+		var pdocs []string
+		for _, p := range params {
+			if d := tl.InputSchema.Properties[p].Description; d != "" {
+				pdocs = append(pdocs, d)
+			}
+		}
 		ds[i] = Doc{ID: "mcp:" + tl.Server + ":" + tl.Name, Name: tl.Name, Title: cmpOr(tl.Title, tl.Annotations.Title),
-			Description: tl.Description, Params: params, Group: tl.Server}
+			Description: tl.Description, Params: params, ParamDocs: pdocs, Group: tl.Server}
 		keys[i] = tl.Server + "/" + tl.Name
 	}
 	return ds, keys
@@ -194,12 +202,14 @@ func noOpts(*i23Sets) Options { return Options{} }
 func withServers(s *i23Sets) Options { return Options{Servers: s.servers} }
 
 func stages() []stage {
+	// Round two's additions are off in these round-one rows (round2_test.go has its stages).
+	r2off := func() { knobs.noCedict, knobs.noCognates, knobs.noLoanwords, knobs.noKanaSplit = true, true, true, true }
 	return []stage{
-		{"baseline (main: no issue-23 stages)", func() { knobs.noUnicode, knobs.noWordNet, knobs.noDiversity = true, true, true }, noOpts},
-		{"+ tokenisation", func() { knobs.noWordNet, knobs.noDiversity = true, true }, noOpts},
-		{"+ WordNet", func() { knobs.noDiversity = true }, noOpts},
-		{"+ server evidence", func() { knobs.noDiversity = true }, withServers},
-		{"+ diversity for long queries", func() {}, withServers},
+		{"baseline (main: no issue-23 stages)", func() { r2off(); knobs.noUnicode, knobs.noWordNet = true, true }, noOpts},
+		{"+ tokenisation", func() { r2off(); knobs.noWordNet = true }, noOpts},
+		{"+ WordNet", r2off, noOpts},
+		{"+ server evidence", r2off, withServers},
+		{"+ round two (all)", func() {}, withServers},
 	}
 }
 
