@@ -54,19 +54,28 @@ func splitWords(s string, out []string) []string {
 				continue
 			}
 			// A change of script class ends a word: "adcode查询" → adcode, 查询.
-			out = splitCamel(s[start:i], out)
+			out = appendChunk(s[start:i], class, out)
 			start, class = i, c
 			continue
 		}
 		if start >= 0 {
-			out = splitCamel(s[start:i], out)
+			out = appendChunk(s[start:i], class, out)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		out = splitCamel(s[start:], out)
+		out = appendChunk(s[start:], class, out)
 	}
 	return out
+}
+
+// appendChunk appends one run of letters and digits of one script class: spaced scripts are
+// split at case changes, a run of a script without case (CJK, Thai…) is one word as it is.
+func appendChunk(chunk string, class int, out []string) []string {
+	if class != classSpaced {
+		return append(out, chunk)
+	}
+	return splitCamel(chunk, out)
 }
 
 func isAlnum(r rune) bool {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"strings"
 	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/internal/search/cedict"
@@ -112,39 +113,54 @@ func appendHan(out []string, w string, c *cjkCtx) []string {
 		return appendBigrams(out, w)
 	}
 	d := c.d
-	var buf [64]rune
-	rs := buf[:0]
-	changed := false
 	for _, r := range w {
-		v := d.Variant(r)
-		changed = changed || v != r
-		rs = append(rs, v)
-	}
-	if changed {
-		w = string(rs)
+		if d.Variant(r) != r {
+			var b strings.Builder
+			b.Grow(len(w))
+			for _, r := range w {
+				b.WriteRune(d.Variant(r))
+			}
+			w = b.String()
+			break
+		}
 	}
 	out = appendBigrams(out, w)
-	// Forward longest match over the headwords.
-	for i := 0; i < len(rs); {
-		n := min(d.MaxLen(rs[i]), len(rs)-i)
+	// Forward longest match over the headwords, on the string's bytes (no allocation per try).
+	var obuf [129]int32
+	off := obuf[:0]
+	for i := range w {
+		off = append(off, int32(i))
+	}
+	off = append(off, int32(len(w)))
+	nr := len(off) - 1
+	for i := 0; i < nr; {
 		found, head := 0, -1
-		for ; n >= 1; n-- {
-			if h := d.Find(string(rs[i : i+n])); h >= 0 {
-				found, head = n, h
-				break
+		if i+1 < nr {
+			r1, _ := utf8.DecodeRuneInString(w[off[i]:])
+			r2, _ := utf8.DecodeRuneInString(w[off[i+1]:])
+			for n := min(d.MaxLen2(r1, r2), nr-i); n >= 2; n-- {
+				if h := d.Find(w[off[i]:off[i+n]]); h >= 0 {
+					found, head = n, h
+					break
+				}
+			}
+		}
+		if found == 0 {
+			if h := d.Find(w[off[i]:off[i+1]]); h >= 0 {
+				found, head = 1, h
 			}
 		}
 		if found == 0 {
 			i++
 			continue
 		}
-		key := string(rs[i : i+found])
+		key := w[off[i]:off[i+found]]
 		if found >= 3 && !knobs.noSegWords {
 			out = append(out, key)
 		}
 		// A character inside a longer run that is no word with its neighbours is translated
 		// only when it is the whole run: 作 of 作成 is not "worker" (round two, dev).
-		if c.seg != nil && !knobs.noTranslate && (found > 1 || len(rs) == 1 && !cjkStop[rs[i]]) {
+		if c.seg != nil && !knobs.noTranslate && (found > 1 || nr == 1 && !cjkStop[first(key)]) {
 			c.seg(key, head)
 		}
 		i += found

@@ -69,7 +69,7 @@ const (
 // not very sensitive to them (±0.01 recall@5 over wide ranges); the field
 // weights as a whole are worth about +0.03 recall@5 over equal weights.
 var (
-	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1, fParamDocs: 0.1}
+	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1, fParamDocs: 0.2}
 	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5, fTrans: 0.5, fParamDocs: 0.75}
 )
 
@@ -101,6 +101,8 @@ type posting struct {
 type term struct {
 	idf      float64
 	postings []posting // by doc
+	// While NewIndex counts: the last document that used the term and its slot there.
+	lastDoc, slot int32
 }
 
 // Index is an immutable ranking index over a catalog version. Build it once per
@@ -173,7 +175,7 @@ func NewIndex(docs []Doc) *Index {
 			fLead:   leadSentence(d.Description),
 		}
 		if fieldWeight[fParamDocs] > 0 {
-			texts[fParamDocs] = textcut.Prefix(strings.Join(d.ParamDocs, "\n"), maxDescriptionBytes)
+			texts[fParamDocs] = paramDocsText(d.ParamDocs)
 		}
 		for f, text := range texts {
 			if text == "" {
@@ -205,14 +207,13 @@ func NewIndex(docs []Doc) *Index {
 
 	// Pass 2: per-field term counts (clipped at maxTF) and field lengths.
 	type termCount struct {
-		term string
-		c    [numFields]uint16
+		tm *term
+		c  [numFields]uint16
 	}
 	perDoc := make([][]termCount, n)
 	lens := make([][numFields]int, n)
 	var sumLen [numFields]float64
 	var terms []string
-	pos := map[string]int{} // term → index in perDoc[i], reused
 	var trans []string
 	tcache := map[int][]string{}
 	plain := &cjkCtx{d: ix.dict}
@@ -232,7 +233,6 @@ func NewIndex(docs []Doc) *Index {
 	}}
 	for i := range docs {
 		var tcs []termCount
-		clear(pos)
 		trans = trans[:0]
 		for f, words := range fieldWords[i] {
 			if f == fTrans {
@@ -253,14 +253,18 @@ func NewIndex(docs []Doc) *Index {
 				terms = ix.addCompoundParts(words, terms)
 			}
 			for _, t := range terms {
-				j, ok := pos[t]
-				if !ok {
-					j = len(tcs)
-					pos[t] = j
-					tcs = append(tcs, termCount{term: t})
+				// One map access per occurrence; the term remembers its slot in this doc.
+				tm := ix.terms[t]
+				if tm == nil {
+					tm = &term{lastDoc: -1}
+					ix.terms[t] = tm
 				}
-				if tcs[j].c[f] < maxTF {
-					tcs[j].c[f]++
+				if tm.lastDoc != int32(i) {
+					tm.lastDoc, tm.slot = int32(i), int32(len(tcs))
+					tcs = append(tcs, termCount{tm: tm})
+				}
+				if c := &tcs[tm.slot].c[f]; *c < maxTF {
+					*c++
 				}
 			}
 			lens[i][f] = len(terms)
@@ -299,16 +303,15 @@ func NewIndex(docs []Doc) *Index {
 			if v == 0 {
 				continue
 			}
-			tm := ix.terms[tc.term]
-			if tm == nil {
-				tm = &term{}
-				ix.terms[tc.term] = tm
-			}
-			tm.postings = append(tm.postings, posting{doc: int32(i), tf: float32(v)})
+			tc.tm.postings = append(tc.tm.postings, posting{doc: int32(i), tf: float32(v)})
 		}
 		perDoc[i] = nil
 	}
-	for _, tm := range ix.terms {
+	for t, tm := range ix.terms {
+		if len(tm.postings) == 0 { // only in fields weighted 0
+			delete(ix.terms, t)
+			continue
+		}
 		df := float64(len(tm.postings))
 		tm.idf = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
 	}
@@ -593,6 +596,29 @@ func (ix *Index) expandUnknown(words, terms []string) []string {
 		}
 	}
 	return terms
+}
+
+// Parameter descriptions are indexed by their opening words only: maxParamDoc bytes of each,
+// maxParamDocs in all (schemas can describe every field at length; cost and weight stay bounded).
+const (
+	maxParamDoc  = 96
+	maxParamDocs = 768
+)
+
+func paramDocsText(docs []string) string {
+	var b strings.Builder
+	for _, d := range docs {
+		if d == "" {
+			continue
+		}
+		d = textcut.Prefix(d, maxParamDoc)
+		if b.Len()+len(d)+1 > maxParamDocs {
+			break
+		}
+		b.WriteString(d)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // leadSentence is the description's first sentence (at most 300 bytes), where

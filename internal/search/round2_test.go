@@ -166,7 +166,6 @@ func r2Stages() []stage {
 		{"+ cognates", off(&k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ loanwords (katakana, hangul)", off(&k.noKanaSplit), withServers2},
 		{"+ Japanese script runs", off(), withServers2},
-		{"+ pseudo-relevance feedback", off(), withServers2},
 	}
 }
 

@@ -16,7 +16,8 @@ type Dict struct {
 	terms    []uint32 // English ids of headword i: terms[toff[i]:toff[i+1]]
 	toff     []uint32
 	byHash   map[uint64]uint32
-	maxLen   map[rune]uint8 // longest headword (in characters) starting with a character
+	maxLen   map[rune]uint8   // longest headword (in characters) starting with a character
+	maxLen2  map[uint64]uint8 // longest headword (2+ characters) starting with two characters
 	seed     maphash.Seed
 	bytes    int
 }
@@ -85,6 +86,7 @@ func Parse(b []byte) (*Dict, error) {
 	d.toff = make([]uint32, 0, nh+1)
 	d.byHash = make(map[uint64]uint32, nh)
 	d.maxLen = map[rune]uint8{}
+	d.maxLen2 = map[uint64]uint8{}
 	text := make([]byte, 0, len(p))
 	ok = words(nh, maxHead*utf8.UTFMax, func(w string) bool {
 		d.hoff = append(d.hoff, uint32(len(text)))
@@ -106,9 +108,16 @@ func Parse(b []byte) (*Dict, error) {
 			return false // a 64-bit collision among ~10⁵ words: refuse rather than mis-translate
 		}
 		d.byHash[h] = uint32(len(d.hoff) - 1)
-		r, _ := utf8.DecodeRuneInString(w)
-		if n := uint8(utf8.RuneCountInString(w)); n > d.maxLen[r] {
+		r, size := utf8.DecodeRuneInString(w)
+		n := uint8(utf8.RuneCountInString(w))
+		if n > d.maxLen[r] {
 			d.maxLen[r] = n
+		}
+		if n >= 2 {
+			r2, _ := utf8.DecodeRuneInString(w[size:])
+			if k := pair(r, r2); n > d.maxLen2[k] {
+				d.maxLen2[k] = n
+			}
 		}
 		return true
 	})
@@ -138,6 +147,12 @@ func (d *Dict) Variant(r rune) rune {
 
 // MaxLen is the length in characters of the longest headword that starts with r (0: none).
 func (d *Dict) MaxLen(r rune) int { return int(d.maxLen[r]) }
+
+// MaxLen2 is the length in characters of the longest headword of two or more characters that
+// starts with r1 r2 (0: none).
+func (d *Dict) MaxLen2(r1, r2 rune) int { return int(d.maxLen2[pair(r1, r2)]) }
+
+func pair(r1, r2 rune) uint64 { return uint64(r1)<<21 | uint64(r2) }
 
 // Find returns the index of headword w (simplified), or -1.
 func (d *Dict) Find(w string) int {
