@@ -262,6 +262,9 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	defer disp.SetProgress(nil)
 	cellID := callID
 	if rt.durable != nil {
+		if res, refused := s.storeRefuses(ctx, start); refused {
+			return res // before any work: a cell that suspended now could not be saved
+		}
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
@@ -322,6 +325,10 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 		return s.waitDurable(ctx, in, start, tr)
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
+	if errors.Is(err, runstore.ErrBusy) {
+		// Another wait of this process runs it: it ends within timeoutMs.
+		return s.busy(start, in.RunID, &runstore.BusyError{RetryAfter: s.rt.cm.Timeout()})
+	}
 	if err != nil {
 		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
@@ -389,6 +396,16 @@ func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispa
 
 func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.ExecResult {
 	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start)}
+}
+
+// busy is the result of a wait on a run another wait holds (W3): not a failure of the run —
+// it carries the runId and when to retry (the other wait's end, or its lease running out when
+// its replica died).
+func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
+	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
+	res.RunID = runID
+	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	return res
 }
 
 // telemetry reports the run's cumulative counters (Y1): see runCounters.

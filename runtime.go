@@ -24,6 +24,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
@@ -77,8 +78,9 @@ type Options struct {
 	// HotMemoryBytes bounds the memory those VMs hold, counted as their linear memories'
 	// capacity (0: DefaultHotMemoryBytes).
 	HotMemoryBytes int64
-	// Suspended bounds the suspended runs of one session and their snapshots' bytes, beside the
-	// process cap of 64 runs (W5), so no session can use up the store for the others.
+	// Suspended bounds the suspended runs in all, per principal and per session, in runs and in
+	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
+	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
 	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
@@ -92,12 +94,30 @@ type Options struct {
 	RunStore RunStore
 }
 
-// SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
-// beyond the process cap on runs.
+// SuspendedLimits bound suspended runs. A run counts against its session
+// (api.RunContext.SessionKey) and its principal (RunContext.Principal, or the session key when
+// there is none). Zero fields mean no bound, except MaxRuns (0: 1024); ConfigOptions fills them
+// from the configuration (runtime.suspended, whose unset figures follow the memory budget).
 type SuspendedLimits struct {
-	MaxRunsPerSession  int
-	MaxBytes           int64
-	MaxBytesPerSession int64
+	MaxRuns              int
+	MaxRunsPerPrincipal  int
+	MaxRunsPerSession    int
+	MaxBytes             int64
+	MaxBytesPerPrincipal int64
+	MaxBytesPerSession   int64
+}
+
+// storeLimits maps the limits onto the run stores'.
+func (l SuspendedLimits) storeLimits() runstore.Limits {
+	return runstore.Limits{Runs: l.MaxRuns, PrincipalRuns: l.MaxRunsPerPrincipal, SessionRuns: l.MaxRunsPerSession,
+		Bytes: l.MaxBytes, PrincipalBytes: l.MaxBytesPerPrincipal, SessionBytes: l.MaxBytesPerSession}
+}
+
+// suspendedFromConfig is runtime.suspended with its derived figures filled in.
+func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
+	s := cfg.Runtime.Suspended.Resolve(admission.Derive(cfg).MemoryBudget)
+	return SuspendedLimits{MaxRuns: s.MaxRuns, MaxRunsPerPrincipal: s.MaxRunsPerPrincipal, MaxRunsPerSession: s.MaxRunsPerSession,
+		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
 // Admission hands out slots for running VMs, fairly between sessions.
@@ -126,8 +146,7 @@ func ConfigOptions(cfg *config.Config) Options {
 		},
 		Approvals: approvalsFromConfig(t.Approvals),
 		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: SuspendedLimits{MaxRunsPerSession: cfg.Runtime.Suspended.MaxRunsPerSession,
-			MaxBytes: cfg.Runtime.Suspended.MaxBytes, MaxBytesPerSession: cfg.Runtime.Suspended.MaxBytesPerSession},
+		Suspended: suspendedFromConfig(cfg),
 	}
 }
 
@@ -238,16 +257,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
 		}
 	}
-	sl := opts.Suspended
 	rt := &Runtime{opts: opts, cm: cm, log: log,
-		store: runstore.NewWithLimits(cm.SnapshotTTL(), runstore.Limits{SessionRuns: sl.MaxRunsPerSession,
-			Bytes: sl.MaxBytes, SessionBytes: sl.MaxBytesPerSession}),
+		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
 		catalogs: newCatalogCache(16), counters: newRunCounters(4096),
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
+		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -415,6 +432,22 @@ type Stats struct {
 	HotRuns      int
 	HotBytes     int64
 	HotEvictions int64
+	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
+	RunStore RunStoreStats
+}
+
+// RunStoreStats are counters of a runtime's use of a shared run store, since it started.
+type RunStoreStats struct {
+	// Takeovers counts waits that resumed a run from a replica that stopped (its wait died
+	// midway, or its calls in flight had no live owner).
+	Takeovers uint64
+	// ReissuedCalls counts replay-safe calls of a stopped replica issued again; LostCalls the
+	// others, which settled in their cell as lost_on_replica.
+	ReissuedCalls, LostCalls uint64
+	// BusyWaits counts waits answered "busy": another wait held the run (lease contention).
+	BusyWaits uint64
+	// WriteFailures counts writes the store refused or could not take (unreachable, full).
+	WriteFailures uint64
 }
 
 // Stats reports the runtime's resources.
@@ -423,12 +456,26 @@ func (rt *Runtime) Stats() Stats {
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
 		st.SuspendedRuns, st.SuspendedBytes = d.stats()
+		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
+			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
 	}
 	return st
+}
+
+// Drain prepares a graceful stop with a shared run store (Options.RunStore): it waits until the
+// nested calls this process still runs for suspended runs have finished and their results are
+// stored, so that no other process has to count them lost, or until ctx ends. Call it after the
+// last exec and wait returned, before Close. Without a shared store it returns at once (the runs
+// end with the process).
+func (rt *Runtime) Drain(ctx context.Context) error {
+	if rt.durable == nil {
+		return nil
+	}
+	return rt.durable.drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close

@@ -175,7 +175,8 @@ type Runtime struct {
 	CompileCacheDir string // "" means a "codemode/wazero" directory in the user cache dir
 	// Admission bounds the execs and waits running at once (see Admission).
 	Admission Admission
-	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
+	// Suspended bounds the store of suspended runs in all, per principal and per session, in
+	// runs and in bytes (see Suspended).
 	Suspended Suspended
 }
 
@@ -298,12 +299,8 @@ func defaults() *Config {
 				MaxBytes:  defaultWebFetchMaxBytes,
 			},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true, Suspended: Suspended{
-			MaxRunsPerSession:  defaultMaxRunsPerSession,
-			MaxBytes:           defaultSuspendedMaxBytes,
-			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
-		}},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
+		Runtime: Runtime{CompileCache: true},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,

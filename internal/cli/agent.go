@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/agent"
 	"github.com/codemode-go/codemode/gateway"
+	"github.com/codemode-go/codemode/internal/agent"
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
