@@ -86,8 +86,16 @@ var knobs struct {
 	noCognates                                                 bool // issue 23 round 2: no prefix cognates for unknown words
 	noLoanwords                                                bool // issue 23 round 2: no katakana/hangul loanword matching
 	noKanaSplit                                                bool // issue 23 round 2: Japanese runs analysed as Chinese ones
+	noParamDocs                                                bool // issue 23 round 2: parameter descriptions not indexed
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
+
+// A tool's translated terms (fTrans) are bounded: the first maxDocTranslations English words of
+// each dictionary word (its commonest senses come first), maxTransTerms in all.
+const (
+	maxDocTranslations = 3
+	maxTransTerms      = 384
+)
 
 // maxTF clips a term's count within one field: repeating a word in a
 // description (or a name) does not make a tool more relevant.
@@ -101,8 +109,9 @@ type posting struct {
 type term struct {
 	idf      float64
 	postings []posting // by doc
-	// While NewIndex counts: the last document that used the term and its slot there.
-	lastDoc, slot int32
+	// While NewIndex counts: the last document that used the term, its slot there, and the
+	// number of documents that use it.
+	lastDoc, slot, df int32
 }
 
 // Index is an immutable ranking index over a catalog version. Build it once per
@@ -165,6 +174,13 @@ func NewIndex(docs []Doc) *Index {
 	// Pass 1: words per field, the raw vocabulary (for compound splitting)
 	// and the exact-name keys.
 	fieldWords := make([][numFields][]string, n)
+	// arena holds all the words; fieldWords slice it (one buffer, not one per field), sized from
+	// the text (about one word per 6 bytes of English, one per 3 of CJK).
+	size := 0
+	for _, d := range docs {
+		size += min(len(d.Description), maxDescriptionBytes) + len(d.Name) + len(d.Title) + 8*len(d.Params)
+	}
+	arena := make([]string, 0, size/5+16)
 	for i, d := range docs {
 		texts := [numFields]string{
 			fName:   textcut.Prefix(d.Name, maxFieldBytes),
@@ -174,17 +190,19 @@ func NewIndex(docs []Doc) *Index {
 			fGroup:  textcut.Prefix(d.Group, maxFieldBytes),
 			fLead:   leadSentence(d.Description),
 		}
-		if fieldWeight[fParamDocs] > 0 {
+		if fieldWeight[fParamDocs] > 0 && !knobs.noParamDocs {
 			texts[fParamDocs] = paramDocsText(d.ParamDocs)
 		}
 		for f, text := range texts {
 			if text == "" {
 				continue
 			}
-			words := splitWords(text, nil)
+			start := len(arena)
+			arena = splitWords(text, arena)
+			words := arena[start:len(arena):len(arena)]
 			fieldWords[i][f] = words
-			if f == fLead {
-				continue // a prefix of the description
+			if f == fLead || f == fParamDocs {
+				continue // a prefix of the description; prose about parameters, not names
 			}
 			flag := uint8(vocabWord)
 			if f == fDesc || f == fTitle {
@@ -221,14 +239,21 @@ func NewIndex(docs []Doc) *Index {
 		t, ok := tcache[head]
 		if !ok {
 			for _, e := range translations(ix.dict, head, nil) {
+				if len(t) == maxDocTranslations {
+					break
+				}
 				t = append(t, "~"+e)
 			}
 			tcache[head] = t
 		}
-		trans = append(trans, t...)
+		if len(trans)+len(t) <= maxTransTerms {
+			trans = append(trans, t...)
+		}
 	}, loan: func(w string) {
 		for _, t := range ix.loanTerms(loanSkeleton(w)) {
-			trans = append(trans, "~"+t)
+			if len(trans) < maxTransTerms {
+				trans = append(trans, "~"+t)
+			}
 		}
 	}}
 	for i := range docs {
@@ -261,6 +286,7 @@ func NewIndex(docs []Doc) *Index {
 				}
 				if tm.lastDoc != int32(i) {
 					tm.lastDoc, tm.slot = int32(i), int32(len(tcs))
+					tm.df++
 					tcs = append(tcs, termCount{tm: tm})
 				}
 				if c := &tcs[tm.slot].c[f]; *c < maxTF {
@@ -302,6 +328,9 @@ func NewIndex(docs []Doc) *Index {
 			}
 			if v == 0 {
 				continue
+			}
+			if tc.tm.postings == nil {
+				tc.tm.postings = make([]posting, 0, tc.tm.df)
 			}
 			tc.tm.postings = append(tc.tm.postings, posting{doc: int32(i), tf: float32(v)})
 		}

@@ -158,14 +158,15 @@ func r2Stages() []stage {
 	}
 	k := &knobs
 	return []stage{
-		{"round one (main)", off(&k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"round one, diversity off", off(&k.noParamDocs, &k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
+		{"+ parameter descriptions", off(&k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ CC-CEDICT variants, bigrams only", off(&k.noSegWords, &k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ dictionary words (3+ chars)", off(&k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ translation", off(&k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"  (translation, bigrams only)", off(&k.noSegWords, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ cognates", off(&k.noLoanwords, &k.noKanaSplit), withServers2},
 		{"+ loanwords (katakana, hangul)", off(&k.noKanaSplit), withServers2},
-		{"+ Japanese script runs", off(), withServers2},
+		{"+ Japanese script runs (shipped)", off(), withServers2},
 	}
 }
 

@@ -140,7 +140,7 @@ func skeleton(s string, english bool) string {
 			add('p')
 			i++
 		case c == 'g' && english && (next == 'e' || next == 'i'):
-			add('j')
+			add('s') // soft g, in the j class (merged with s, below)
 		case c == 'g' && english && next == 'h':
 			i++ // silent
 		case c == 'r' && english && i > 0 && vowel(s[i-1]) && !vowel(next):
@@ -158,6 +158,8 @@ func skeleton(s string, english bool) string {
 			i++
 		case c == 'w' && english && i > 0 && vowel(s[i-1]):
 			// "view", "new": a vowel glide
+		case c == 'w' && !english && i > 0 && (s[i-1] == 'k' || s[i-1] == 'g'):
+			// Korean 퀘 kwe, 쿼 kwo for English qu: k, as English q is
 		case c == 'h' && english && i > 0:
 			// silent after a consonant or vowel in loan renderings (github → gitto-habu keeps h at a word start only)
 		default:

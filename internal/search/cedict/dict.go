@@ -75,8 +75,18 @@ func Parse(b []byte) (*Dict, error) {
 		return nil, errCorrupt
 	}
 	d.english = make([]string, 0, ne)
-	if !words(ne, maxWordLen, func(w string) bool { d.english = append(d.english, w); return true }) {
+	var eb []byte
+	var eoff []int
+	if !words(ne, maxWordLen, func(w string) bool { eoff = append(eoff, len(eb)); eb = append(eb, w...); return true }) {
 		return nil, errCorrupt
+	}
+	all := string(eb) // one allocation for the ~30,000 words
+	for i, o := range eoff {
+		end := len(all)
+		if i+1 < len(eoff) {
+			end = eoff[i+1]
+		}
+		d.english = append(d.english, all[o:end])
 	}
 	nh, ok := next()
 	if !ok || nh > 1<<22 {
@@ -86,7 +96,7 @@ func Parse(b []byte) (*Dict, error) {
 	d.toff = make([]uint32, 0, nh+1)
 	d.byHash = make(map[uint64]uint32, nh)
 	d.maxLen = map[rune]uint8{}
-	d.maxLen2 = map[uint64]uint8{}
+	d.maxLen2 = make(map[uint64]uint8, nh/2)
 	text := make([]byte, 0, len(p))
 	ok = words(nh, maxHead*utf8.UTFMax, func(w string) bool {
 		d.hoff = append(d.hoff, uint32(len(text)))
