@@ -88,7 +88,7 @@ func TestTranslationBelowLiteral(t *testing.T) {
 // to the same consonants; unrelated words do not.
 func TestLoanSkeleton(t *testing.T) {
 	for _, c := range []struct{ loan, english string }{
-		{"スクレイピング", "scraping"}, {"アップロード", "upload"}, {"ディレクトリ", "directory"},
+		{"スクレイピング", "scraping"}, {"アップロード", "upload"}, {"ウェブサイト", "website"}, {"ディレクトリ", "directory"},
 		{"リクエスト", "request"}, {"メッセージ", "message"}, {"チャンネル", "channel"},
 		{"オブジェクト", "object"}, {"ブラウザ", "browser"}, {"モニター", "monitor"},
 		{"업로드", "upload"}, {"리퀘스트", "request"}, {"브라우저", "browser"}, {"버튼을", "button"},

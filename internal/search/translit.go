@@ -1,7 +1,6 @@
 package search
 
 import (
-	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -15,8 +14,10 @@ import (
 // of the catalog, with English spelling rules (ck → k, soft c → s, soft g → j, r after a vowel
 // silent as in Japanese and Korean renderings). A loanword whose skeleton equals a catalog
 // word's meets that word's term as a translation: スクレイピング → s k r p n g ← scraping.
-// Skeletons of two consonants are ambiguous (f-r: file, fill, fire…), so they count only when
-// at most two catalog words share them; one consonant never counts.
+// A word that starts with a vowel keeps a mark for it (upload: _p r d, login: r g n, align:
+// _r g n). Skeletons of two consonants are ambiguous (f-r: file, fill, fire…), so they count only
+// when at most two catalog words share them; one consonant never counts. Candidates are the
+// catalog's words in alphabetical order (the same on the tool and the query side).
 
 // kana romanises katakana (Hepburn, with the small kana of loanwords).
 var kana = map[rune]string{}
@@ -47,8 +48,10 @@ func isHangul(r rune) bool { return r >= 0xAC00 && r <= 0xD7A3 }
 // lengthens (dropped with the vowels).
 func romanKatakana(w string) string {
 	var b strings.Builder
+	var prev rune
 	for _, r := range w {
 		if r == 'ー' || r == 'ッ' {
+			prev = r
 			continue
 		}
 		s, ok := kana[r]
@@ -57,6 +60,9 @@ func romanKatakana(w string) string {
 		}
 		if strings.ContainsRune("ァィゥェォャュョ", r) && b.Len() > 0 {
 			cur := b.String()
+			if cur == "u" || strings.HasSuffix(cur, "u") && prev == 'ウ' {
+				cur = strings.TrimSuffix(cur, "u") + "w" // ウィ wi, ウェ we, ウォ wo
+			}
 			cur = strings.TrimRight(cur, "aeiou")
 			if strings.HasSuffix(cur, "y") && strings.ContainsRune("ァィゥェォ", r) {
 				cur = strings.TrimSuffix(cur, "y")
@@ -68,6 +74,7 @@ func romanKatakana(w string) string {
 			b.WriteString(cur)
 		}
 		b.WriteString(s)
+		prev = r
 	}
 	return b.String()
 }
@@ -100,6 +107,9 @@ func romanHangul(w string) string {
 // consonant classes.
 func skeleton(s string, english bool) string {
 	var out []byte
+	if s != "" && strings.IndexByte("aeiou", s[0]) >= 0 {
+		out = append(out, '_') // a word that starts with a vowel: upload, object, アップロード
+	}
 	add := func(c byte) {
 		if len(out) == 0 || out[len(out)-1] != c {
 			out = append(out, c)
@@ -193,7 +203,7 @@ func loanSkeleton(w string) string {
 // loanwords maps catalog-word skeletons to the terms of the words that have them (built once
 // per index, on the first loanword).
 func (ix *Index) loanTerms(sk string) []string {
-	if len(sk) < 2 || knobs.noLoanwords {
+	if len(strings.TrimPrefix(sk, "_")) < 2 || knobs.noLoanwords {
 		return nil
 	}
 	ix.loanOnce.Do(func() {
@@ -209,7 +219,7 @@ func (ix *Index) loanTerms(sk string) []string {
 			}
 			k := skeleton(w, true)
 			t := stem(w)
-			if len(k) < 2 || len(ix.loans[k]) >= 8 {
+			if len(k) < 2 || len(ix.loans[k]) >= 4 {
 				continue
 			}
 			dup := false
@@ -222,22 +232,10 @@ func (ix *Index) loanTerms(sk string) []string {
 		}
 	})
 	ts := ix.loans[sk]
-	if len(sk) == 2 && len(ts) > 2 {
+	if len(strings.TrimPrefix(sk, "_")) <= 2 && len(ts) > 2 {
 		return nil
 	}
-	if len(ts) > 4 {
-		// The catalog's commonest words first.
-		ts = slices.Clone(ts)
-		df := func(t string) int {
-			if tm := ix.terms[t]; tm != nil {
-				return len(tm.postings)
-			}
-			return 0
-		}
-		sort.SliceStable(ts, func(a, b int) bool { return df(ts[a]) > df(ts[b]) })
-		ts = ts[:4]
-	}
-	return ts
+	return ts[:min(len(ts), 4)]
 }
 
 // hangulEndings are Korean particles and verb endings that follow a loanword (파일을 "the file",
