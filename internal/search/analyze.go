@@ -90,6 +90,10 @@ func splitCamel(chunk string, out []string) []string {
 	if knobs.noCamel {
 		return append(out, strings.ToLower(chunk))
 	}
+	if plainLower(chunk) {
+		// The common case: lowercase ASCII letters, maybe digits after a short word.
+		return splitDigits(chunk, out)
+	}
 	// ASCII chunks (the common case) are indexed by byte, others decoded.
 	var rs []rune
 	ascii := true
@@ -136,11 +140,25 @@ func splitCamel(chunk string, out []string) []string {
 	return splitDigits(piece(start, n), out)
 }
 
+// plainLower reports whether chunk is lowercase ASCII letters and digits (no case change to
+// split at).
+func plainLower(chunk string) bool {
+	for i := 0; i < len(chunk); i++ {
+		if c := chunk[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // splitDigits lowercases one camel piece and splits letter/digit boundaries in
 // pieces longer than 4 runes.
 func splitDigits(p string, out []string) []string {
 	if utf8.RuneCountInString(p) <= 4 {
 		return append(out, strings.ToLower(p))
+	}
+	if isASCIIAlpha(p) {
+		return append(out, p) // lowercase letters only: nothing to split or lower
 	}
 	start, prevDigit := 0, false
 	for i, r := range p {
@@ -239,6 +257,15 @@ func init() {
 		currently current given specific specified provided based way thing things something`) {
 		stopwords[w] = true
 	}
+	for w := range stopwords {
+		wordFlags[w] |= flagStop
+	}
+	for w := range abbrev {
+		wordFlags[w] |= flagAbbrev
+	}
+	for p := range phrases {
+		wordFlags[p[0]] |= flagPhrase
+	}
 }
 
 // stem is a light suffix stripper, deliberately weaker than Porter: it only
@@ -328,11 +355,12 @@ func analyzeWords(words []string, out []string) []string { return analyzeWordsCJ
 func analyzeWordsCJK(words []string, out []string, c *cjkCtx) []string {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
+		fl := wordFlags[w] // one look-up for the three tables
 		if knobs.noAbbrev {
-			out = appendTerm(out, w, c)
+			out = appendTermFlags(out, w, fl, c)
 			continue
 		}
-		if i+1 < len(words) {
+		if i+1 < len(words) && fl&flagPhrase != 0 {
 			if p, ok := phrases[[2]string{w, words[i+1]}]; ok {
 				i++
 				if p != "" {
@@ -341,18 +369,33 @@ func analyzeWordsCJK(words []string, out []string, c *cjkCtx) []string {
 				continue
 			}
 		}
-		if exp, ok := abbrev[w]; ok {
-			for _, e := range exp {
+		if fl&flagAbbrev != 0 {
+			for _, e := range abbrev[w] {
 				out = appendTerm(out, e, c)
 			}
 			continue
 		}
-		out = appendTerm(out, w, c)
+		out = appendTermFlags(out, w, fl, c)
 	}
 	return out
 }
 
+// wordFlags says, per word, whether it is a stopword, an abbreviation or the first word of a
+// phrase (built from those tables at init).
+var wordFlags = map[string]uint8{}
+
+const (
+	flagStop = 1 << iota
+	flagAbbrev
+	flagPhrase
+)
+
 func appendTerm(out []string, w string, c *cjkCtx) []string {
+	return appendTermFlags(out, w, wordFlags[w], c)
+}
+
+// appendTermFlags is appendTerm with w's wordFlags.
+func appendTermFlags(out []string, w string, fl uint8, c *cjkCtx) []string {
 	if !isASCII(w) {
 		if spaceless(w) {
 			switch scriptClass(first(w)) {
@@ -373,7 +416,7 @@ func appendTerm(out []string, w string, c *cjkCtx) []string {
 			return append(out, f)
 		}
 	}
-	if stopwords[w] {
+	if fl&flagStop != 0 {
 		return out
 	}
 	if utf8.RuneCountInString(w) == 1 {

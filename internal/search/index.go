@@ -209,8 +209,10 @@ func NewIndex(docs []Doc) *Index {
 				flag |= vocabProse
 			}
 			for _, w := range words {
-				if len(w) >= 3 && !stopwords[w] && isASCIIAlpha(w) {
-					ix.vocab[w] |= flag
+				if len(w) >= 3 && isASCIIAlpha(w) && !stopwords[w] {
+					if v, ok := ix.vocab[w]; !ok || v&flag != flag {
+						ix.vocab[w] = v | flag
+					}
 				}
 			}
 		}
