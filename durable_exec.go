@@ -266,21 +266,21 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 	s.admit(&lim)
 	admit := lim.Admit
 	var markErr error
-	lim.Admit = func(ctx context.Context) (func(), error) {
-		release := func() {}
+	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
+		slot := sandbox.ReleaseSlot(func() {})
 		if admit != nil {
-			r, err := admit(ctx)
+			s, err := admit(ctx)
 			if err != nil {
 				return nil, err
 			}
-			release = r
+			slot = s
 		}
 		if err := w.mark(ctx, false); err != nil {
-			release()
+			slot.Release()
 			markErr = err
 			return nil, err
 		}
-		return release, nil
+		return slot, nil
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)

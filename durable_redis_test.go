@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,5 +336,39 @@ func TestDurableStoreDown(t *testing.T) { // issue 15: Redis down → clear erro
 	}
 	if got := waitUntilDone(t, s, r.RunID); got.Status != api.StatusCompleted || string(got.Value) != "3" {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// issue 22 item 1: with a shared run store, what a cell saves survives its process: another
+// process of the fleet (or the same one restarted) loads it, and provenance comes along.
+func TestResultsSurviveRestart(t *testing.T) {
+	f := newFleet(t)
+	untrusted := &api.Tool{Name: "page", Source: api.SourceMCP, Owner: "web", Untrusted: true,
+		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+			return &api.Result{Details: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, nil
+		}}
+	cfg := testConfig(t)
+	a := newRuntime(t, cfg, func(o *Options) { o.RunStore = f.store(t, f.key) })
+	sa := a.Activate(fleetScope, []*api.Tool{untrusted})
+	id := mustComplete(t, execCode(t, sa, `const p = await MCP.web.page({}); return (await results.save({p, n: [1, 2, 3]})).id`))
+	// An oversized value goes to the shared store too.
+	r := execCode(t, sa, `return "v".repeat(100000)`)
+	var big struct {
+		Reference struct{ ID string } `json:"reference"`
+	}
+	if err := json.Unmarshal(r.Value, &big); err != nil || big.Reference.ID == "" {
+		t.Fatalf("%v %s", err, r.Value)
+	}
+	a.Close()
+	b := newRuntime(t, cfg, func(o *Options) { o.RunStore = f.store(t, f.key) })
+	sb := b.Activate(fleetScope, nil)
+	r = execCode(t, sb, `const v = await results.load(`+id+`); const w = await results.load("`+big.Reference.ID+`"); return [v.n, w.length]`)
+	if mustComplete(t, r) != `[[1,2,3],100000]` || !slices.Equal(r.Untrusted, []string{"mcp:web"}) {
+		t.Fatalf("%+v", r)
+	}
+	// Another session of the fleet cannot load it.
+	other := b.Activate(api.RunContext{AgentID: "cli", SessionKey: "other", RunID: "cli"}, nil)
+	if got := mustComplete(t, execCode(t, other, `try { await results.load(`+id+`) } catch (e) { return e.code }`)); got != `"result_not_found"` {
+		t.Fatal(got)
 	}
 }

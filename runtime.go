@@ -29,6 +29,7 @@ import (
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
@@ -90,8 +91,12 @@ type Options struct {
 	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
 	// any of them started, and a restart loses none. nil keeps them in this process's memory.
 	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not.
+	// RATIONALE.md for what crosses and what does not. The same store then keeps the values
+	// cells save with results.save, so they survive restarts too.
 	RunStore RunStore
+
+	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
+	resultLimits results.Limits
 }
 
 // SuspendedLimits bound suspended runs. A run counts against its session
@@ -144,10 +149,16 @@ func ConfigOptions(cfg *config.Config) Options {
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals: approvalsFromConfig(t.Approvals),
-		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: suspendedFromConfig(cfg),
+		Approvals:    approvalsFromConfig(t.Approvals),
+		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Suspended:    suspendedFromConfig(cfg),
+		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
+}
+
+func resultLimitsFromConfig(r config.Results) results.Limits {
+	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
+		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
 }
 
 func approvalsFromConfig(a config.Approvals) api.Approvals {
@@ -223,6 +234,8 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// results keeps what cells save (results.*) and oversized final values, per run scope.
+	results results.Store
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -265,6 +278,12 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
 		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	}
+	rt.results = results.NewMemory(opts.resultLimits)
+	if rs, ok := opts.RunStore.(interface {
+		ResultStore(results.Limits) results.Store
+	}); ok {
+		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -407,6 +426,13 @@ func (rt *Runtime) CancelRun(runID string) bool {
 // returns the number of runs dropped.
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
+	if rt.results != nil {
+		ctx, cancel := storeCtx()
+		if err := rt.results.DropSession(ctx, sessionKey); err != nil {
+			rt.log.Warn("result store: cannot drop a session's results", "session", sessionKey, "err", err)
+		}
+		cancel()
+	}
 	if d := rt.durable; d != nil {
 		d.cancelSessionLocal(sessionKey)
 		ctx, cancel := storeCtx()

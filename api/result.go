@@ -42,6 +42,13 @@ const (
 	// that stopped and whose hold has not run out yet. The run is fine: retry the same wait
 	// after RetryAfterMs (the result also carries the RunID).
 	CodeBusy ErrorCode = "busy"
+	// CodeMemoryLimit: the cell needed more guest heap than memoryLimitBytes; its VM was
+	// discarded.
+	CodeMemoryLimit ErrorCode = "memory_limit_exceeded"
+	// CodeCellError: the cell itself failed: its body threw (the message names the error and
+	// its position), its return value cannot become JSON, or it awaited a promise that nothing
+	// will settle.
+	CodeCellError ErrorCode = "cell_error"
 )
 
 // Waiting reasons.
@@ -78,7 +85,13 @@ type ExecResult struct {
 	// long to wait before retrying: until the hold of the other wait runs out.
 	RetryAfterMs int64
 
-	Output    []Output
+	Output []Output
+	// Untrusted names the sources of untrusted content the cell received before this result
+	// (MCP servers not configured as trusted, web_fetch, client tools; "results" for a loaded
+	// value saved by such a cell): the value, output and error may carry what they said. Nil
+	// when the cell saw none. CallResult.Text shows such a result to a model inside an
+	// untrusted-content marking.
+	Untrusted []string
 	Telemetry Telemetry
 }
 
@@ -148,8 +161,9 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			Status    string          `json:"status"`
 			Value     json.RawMessage `json:"value"`
 			Output    []Output        `json:"output,omitempty"`
+			Untrusted []string        `json:"untrusted,omitempty"`
 			Telemetry Telemetry       `json:"telemetry"`
-		}{r.Status, v, r.Output, tel})
+		}{r.Status, v, r.Output, r.Untrusted, tel})
 	case StatusWaiting:
 		return json.Marshal(struct {
 			Status           string            `json:"status"`
@@ -159,8 +173,9 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
 			RestartSafe      bool              `json:"restartSafe,omitempty"`
 			Output           []Output          `json:"output,omitempty"`
+			Untrusted        []string          `json:"untrusted,omitempty"`
 			Telemetry        Telemetry         `json:"telemetry"`
-		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, tel})
+		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, r.Untrusted, tel})
 	default:
 		var runID string
 		var retry int64
@@ -174,8 +189,9 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			RunID        string    `json:"runId,omitempty"`
 			RetryAfterMs int64     `json:"retryAfterMs,omitempty"`
 			Output       []Output  `json:"output,omitempty"`
+			Untrusted    []string  `json:"untrusted,omitempty"`
 			Telemetry    Telemetry `json:"telemetry"`
-		}{StatusFailed, r.Error, r.Code, runID, retry, r.Output, tel})
+		}{StatusFailed, r.Error, r.Code, runID, retry, r.Output, r.Untrusted, tel})
 	}
 }
 
@@ -193,6 +209,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		Code             ErrorCode         `json:"code"`
 		RetryAfterMs     int64             `json:"retryAfterMs"`
 		Output           []Output          `json:"output"`
+		Untrusted        []string          `json:"untrusted"`
 		Telemetry        Telemetry         `json:"telemetry"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
@@ -200,6 +217,6 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 	}
 	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
 		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code, RetryAfterMs: w.RetryAfterMs,
-		Output: w.Output, Telemetry: w.Telemetry}
+		Output: w.Output, Untrusted: w.Untrusted, Telemetry: w.Telemetry}
 	return nil
 }

@@ -201,9 +201,12 @@ func NormalizeOrigin(origin string) (string, string) {
 }
 
 func (d *decoder) runtime(p path, v any, r *Runtime) {
-	m, ok := d.object(p, v, "compileCache", "compileCacheDir", "admission", "suspended")
+	m, ok := d.object(p, v, "compileCache", "compileCacheDir", "admission", "suspended", "results")
 	if !ok {
 		return
+	}
+	if v, ok := m["results"]; ok {
+		d.results(p.key("results"), v, &r.Results)
 	}
 	d.setBool(p, m, "compileCache", &r.CompileCache)
 	d.setString(p, m, "compileCacheDir", &r.CompileCacheDir)

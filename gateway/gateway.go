@@ -85,6 +85,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		if err != nil {
 			return nil, err
 		}
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // masked wherever they appear (issue 22 item 7)
 		gw.audit = w
 		sinks = append(sinks, w)
 	}

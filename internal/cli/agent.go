@@ -115,6 +115,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintln(stderr, "codemode agent:", err)
 			return exitUsage
 		}
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		defer func() {
 			if err := w.Close(); err != nil {
 				fmt.Fprintln(stderr, "codemode agent: transcript:", err)

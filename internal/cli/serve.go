@@ -67,6 +67,7 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 			return exitUsage
 		}
 		defer w.Close()
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		sinks = append(sinks, w)
 	}
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})

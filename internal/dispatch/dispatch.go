@@ -19,6 +19,7 @@ import (
 	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
@@ -59,6 +60,11 @@ type Dispatcher struct {
 	Namespaces map[string]*namespace.Scope
 	// CheckTool refuses a call before it runs, e.g. to a removed plugin's tool (nil: none).
 	CheckTool func(*api.Tool) error
+	// Results keeps what the run's cells save (results.*) and the final values too large for
+	// their result (nil: results.* fail and such values are truncated).
+	Results results.Store
+	// Title is the exec's title: progress messages of its calls start with it.
+	Title     string
 	approvals approvals
 	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
 	// outlive requests, so their updates go to whichever call is running when they arrive.
@@ -309,6 +315,10 @@ func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
 	}
 	// The schema is checked here once compiled; a tool's first call compiles it on its own
 	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
+	if e.Tool.Sequential {
+		// issue 22 item 8: a run's calls to the sequential tools of one owner never overlap.
+		c.Sequential = string(e.Tool.Source) + ":" + e.Tool.Owner
+	}
 	s, ready := e.CompiledInputSchema()
 	if err := d.refusal(e, input, s); err != nil {
 		d.Counters.Call.Add(1)
@@ -343,6 +353,7 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		e := p.e
 		res, err := d.runCall(ctx, c, p)
+		markUntrusted(c, e) // the result, or the error the tool made of it
 		if err != nil {
 			return nil, err
 		}
@@ -356,9 +367,38 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		return json.Marshal(resultJSON(res))
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
-		return d.resources(ctx, op, payload)
+		res, err := d.resources(ctx, op, payload)
+		if server := d.untrustedServer(payload); server != "" {
+			c.Untrusted("mcp:" + server)
+		}
+		return res, err
+	case "results.save", "results.load", "results.delete":
+		return d.resultsOp(ctx, c)
 	}
 	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+}
+
+// untrustedServer names the MCP server of a resources or prompts request when its content is
+// untrusted: any of its tools is (the MCP layer marks a server's tools alike), or it has none
+// to say otherwise.
+func (d *Dispatcher) untrustedServer(payload []byte) string {
+	var p struct {
+		Server string `json:"server"`
+	}
+	if json.Unmarshal(payload, &p) != nil || !d.Catalog.HasServer(p.Server) {
+		return ""
+	}
+	for _, srv := range d.Catalog.Servers() {
+		if srv.Name != p.Server {
+			continue
+		}
+		for _, e := range srv.Entries {
+			if !e.Tool.Untrusted {
+				return ""
+			}
+		}
+	}
+	return p.Server
 }
 
 func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) ([]byte, error) {
@@ -556,7 +596,11 @@ func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
 			if b.Type != "text" {
 				msg = "[" + b.Type + "]"
 			}
-			(*s)(float64(d.updates.Add(1)), 0, toolID+": "+msg)
+			msg = toolID + ": " + msg
+			if d.Title != "" {
+				msg = d.Title + " — " + msg
+			}
+			(*s)(float64(d.updates.Add(1)), 0, msg)
 		}
 	}
 }
@@ -630,7 +674,7 @@ func textOf(blocks []api.ContentBlock) string {
 // tool, whose annotations are untrusted), or a read of MCP resources and prompts (W6).
 func (d *Dispatcher) ReplaySafe(op string, payload []byte) bool {
 	switch op {
-	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
+	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get", "results.load":
 		return true
 	case "callValue", "call", "mcp.call":
 		e, _, err := d.target(op, payload)

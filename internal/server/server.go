@@ -284,14 +284,19 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 }
 
 // execResult renders the CodeModeResult as MCP: the JSON in a text block (what most clients show
-// the model) and as structured content.
+// the model), inside the untrusted-content marking when untrusted sources reached the cell
+// (issue 22 item 6), and as structured content.
 func execResult(res api.ExecResult) *mcp.CallToolResult {
 	b, err := json.Marshal(res)
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"status": "failed", "error": "cannot encode result: " + err.Error(), "code": api.CodeInternal})
 	}
+	text := string(b)
+	if err == nil {
+		text = codemode.CallResult{Exec: &res}.Text()
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(b),
 		IsError:           res.Status == api.StatusFailed,
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -107,7 +108,11 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	sort.SliceStable(top, func(i, j int) bool { return top[i].Time.Before(top[j].Time) })
 	shown := map[string]bool{}
 	for _, ev := range top {
-		fmt.Fprintf(w, "%s %s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
+		title := ""
+		if ev.Title != "" {
+			title = " " + strconv.Quote(oneLine(ev.Title, 200))
+		}
+		fmt.Fprintf(w, "%s %s%s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), title, oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 		detail(w, "    ", ev, opts)
 		for _, a := range about[ev.CallID] {
 			fmt.Fprintf(w, "    %s\n", aboutLine(a))
