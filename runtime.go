@@ -87,13 +87,12 @@ type Options struct {
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
 	// when refused. internal/admission's Controller is the gateway's.
 	Admission Admission
-	// RunStore, when set, keeps suspended runs in a store shared by every process configured
-	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
-	// any of them started, and a restart loses none. nil keeps them in this process's memory.
-	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not. The same store then keeps the values
-	// cells save with results.save, so they survive restarts too.
-	RunStore RunStore
+	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
+	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
+	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
+	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
+	// the values cells save with results.save, so they survive restarts too.
+	RunStore *RunStore
 
 	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
 	resultLimits results.Limits
@@ -259,16 +258,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	for i, r := range opts.Approvals.Rules {
-		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
-			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
-		}
-		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
-			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
-		}
-		if r.Timeout < 0 {
-			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
-		}
+	if err := checkApprovals(opts.Approvals); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
@@ -276,11 +267,11 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
-	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	if opts.RunStore != nil && opts.RunStore.d != nil {
+		rt.durable = newDurableRuns(opts.RunStore.d, log, cm.SnapshotTTL())
 	}
 	rt.results = results.NewMemory(opts.resultLimits)
-	if rs, ok := opts.RunStore.(interface {
+	if rs, ok := opts.RunStore.durable().(interface {
 		ResultStore(results.Limits) results.Store
 	}); ok {
 		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
@@ -386,6 +377,22 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 		eng.SetHotCache(sandbox.NewHotCache(n, bytes))
 	}
 	rt.mod, rt.engine = mod, eng
+}
+
+// checkApprovals rejects rules with invalid patterns, fallbacks or timeouts.
+func checkApprovals(a api.Approvals) error {
+	for i, r := range a.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
+	return nil
 }
 
 // Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.

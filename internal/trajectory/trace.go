@@ -61,7 +61,7 @@ func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
 	var runs []*runGroup
 	byRun := map[api.RunContext]*runGroup{}
 	for _, ev := range events {
-		k := api.RunContext{AgentID: ev.Run.AgentID, SessionKey: ev.Run.SessionKey, SessionID: ev.Run.SessionID, RunID: ev.Run.RunID}
+		k := api.RunContext{Principal: ev.Run.Principal, AgentID: ev.Run.AgentID, SessionKey: ev.Run.SessionKey, SessionID: ev.Run.SessionID, RunID: ev.Run.RunID}
 		g := byRun[k]
 		if g == nil {
 			g = &runGroup{rc: k}
@@ -80,7 +80,7 @@ func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
 
 func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opts RenderOptions) {
 	var head []string
-	for _, kv := range [][2]string{{"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
+	for _, kv := range [][2]string{{"principal", rc.Principal}, {"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
 		if kv[1] != "" {
 			head = append(head, kv[0]+"="+oneLine(kv[1], previewBytes))
 		}
