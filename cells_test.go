@@ -405,7 +405,7 @@ func TestIdleCellsLeaveSlotsFree(t *testing.T) {
 		c.Tools.CodeMode.MemoryLimitBytes = 16 << 20
 		c.Runtime.Admission = config.Admission{MaxRunning: 2, MaxQueued: 64, MemoryBudgetBytes: 64 * (16<<20 + 8<<20)}
 	})
-	rt := newRuntime(t, cfg) // ConfigOptions: runtime.admission
+	rt := newRuntime(t, cfg, func(o *Options) { o.Admission = &cfg.Runtime.Admission })
 	adm := rt.admc
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

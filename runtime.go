@@ -137,12 +137,12 @@ const (
 )
 
 // ConfigOptions maps a configuration file (the `codemode` command's JSON5 file) onto Options:
-// code mode and its limits, the tool policy, the engine's compilation cache, admission control
-// and the limits of suspended runs and saved results. The caller adds what a file cannot hold
-// (hooks, a logger, a run store).
+// code mode and its limits, the tool policy, the engine's compilation cache and the limits of
+// suspended runs and saved results. The caller adds what a file cannot hold (hooks, a logger, a
+// run store) and, for a runtime many sessions share, Admission (the gateway passes
+// runtime.admission: a process-wide budget).
 func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
-	adm := cfg.Runtime.Admission
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
 	return Options{
@@ -151,10 +151,9 @@ func ConfigOptions(cfg *config.Config) Options {
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals:    approvalsFromConfig(t.Approvals),
+		Approvals:    api.Approvals{Rules: slices.Clone(t.Approvals.Rules), ExemptReadOnly: t.Approvals.ExemptReadOnly},
 		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
 		Suspended:    suspendedFromConfig(cfg),
-		Admission:    &adm,
 		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
 }
@@ -162,14 +161,6 @@ func ConfigOptions(cfg *config.Config) Options {
 func resultLimitsFromConfig(r config.Results) results.Limits {
 	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
 		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
-}
-
-func approvalsFromConfig(a config.Approvals) api.Approvals {
-	out := api.Approvals{ExemptReadOnly: a.ExemptReadOnly}
-	for _, r := range a.Rules {
-		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
-	}
-	return out
 }
 
 // Policy is the tool policy applied to every run before code mode sees the tools (A3).

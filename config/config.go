@@ -15,6 +15,7 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"github.com/codemode-go/codemode/api"
 	"os"
 	"path/filepath"
 	"slices"
@@ -67,7 +68,7 @@ type Tools struct {
 	// code mode's own tools and are rejected here.
 	DirectOnly []string
 	// Approvals says which calls need a person's decision before they run.
-	Approvals Approvals
+	Approvals api.Approvals
 
 	Exec     Exec
 	WebFetch WebFetch

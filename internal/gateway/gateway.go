@@ -73,9 +73,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	// ConfigOptions includes admission control for every exec and wait of the process
-	// (runtime.admission).
 	ro := codemode.ConfigOptions(cfg)
+	// Admission control for every exec and wait of the process (runtime.admission).
+	adm := cfg.Runtime.Admission
+	ro.Admission = &adm
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
 	ro.Hooks = opts.Hooks
