@@ -152,6 +152,7 @@ func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *
 		input, _ = json.Marshal(string(args))
 	}
 	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	s.observe(name, "", &res, nil)
 	return &res
 }
 
@@ -197,6 +198,7 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
+	s.observe("exec", "", &res, nil)
 	return res
 }
 
@@ -207,6 +209,7 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 		return
 	}
 	tr.Status, tr.Error = res.Status, res.Error
+	tr.ParentCallID = s.parentCall()
 	tr.DurationMs = time.Since(tr.Time).Milliseconds()
 	tr.Result, _ = json.Marshal(res)
 	t.Record(*tr)
@@ -227,7 +230,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	// what runs, and the trajectory keeps both.
 	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
 		ToolInputKind: lang, Input: raw, Run: s.run}
-	if err := rt.gate.Authorize(ctx, ev, false, "exec", callID); err != nil {
+	if err := s.gate().Authorize(ctx, ev, false, "exec", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	if !bytes.Equal(ev.Input, raw) {
@@ -260,12 +263,14 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	s.admit(&lim)
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	s.attachSwarm(disp)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON, Swarm: disp.Swarm != nil})
 	if rt.durable != nil && out.Status == api.StatusWaiting {
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
@@ -306,6 +311,7 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 		Input: input, CodeModeRunID: in.RunID}
 	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
+	s.observe("wait", in.RunID, &res, nil)
 	return res
 }
 
@@ -314,7 +320,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	if strings.TrimSpace(in.RunID) == "" {
 		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
-	if err := s.rt.gate.Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
+	if err := s.gate().Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
 		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, false, "wait", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
@@ -331,6 +337,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
 	defer sr.disp.SetProgress(nil)
+	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.
@@ -406,7 +413,7 @@ func (s *Surface) telemetry(start time.Time) api.Telemetry {
 func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatcher {
 	rt := s.rt
 	return &dispatch.Dispatcher{
-		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: rt.gate,
+		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gate(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool,
 	}

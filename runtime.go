@@ -31,6 +31,7 @@ import (
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
@@ -90,6 +91,12 @@ type Options struct {
 	// OpenRunStore builds one from the configuration. The runtime does not close it. See
 	// RATIONALE.md for what crosses and what does not.
 	RunStore RunStore
+	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
+	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
+	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
+	Swarm *config.Swarm
+	// Agents runs the child agents; required when Swarm is enabled (New fails without it).
+	Agents AgentRunner
 }
 
 // SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
@@ -118,7 +125,10 @@ func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
+	sw := t.Swarm
+	sw.Tools.Allow, sw.Tools.Deny = slices.Clone(sw.Tools.Allow), slices.Clone(sw.Tools.Deny)
 	return Options{
+		Swarm:    &sw,
 		CodeMode: &cm,
 		Policy: Policy{
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
@@ -204,6 +214,11 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration, and
+	// childGate the gate of children's calls (approvals refused).
+	swarm     *swarm.Runtime
+	swarmCfg  config.Swarm
+	childGate *dispatch.Gate
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -248,6 +263,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
 		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
+	}
+	sw, swCfg, err := newSwarm(opts)
+	if err != nil {
+		return nil, err
+	}
+	if sw != nil && cm.Enabled {
+		rt.swarm, rt.swarmCfg = sw, swCfg
+		cg := *rt.gate
+		cg.Approver = refuseApprovals
+		rt.childGate = &cg
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)

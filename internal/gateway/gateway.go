@@ -15,6 +15,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/admission"
+	"github.com/codemode-go/codemode/internal/agent"
 	"github.com/codemode-go/codemode/internal/builtin"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
 	"github.com/codemode-go/codemode/internal/quickjs"
@@ -62,6 +63,10 @@ type Options struct {
 	// RunStore replaces the store runStore.redis would build (tests, embedders); Close leaves it
 	// open.
 	RunStore runstore.Durable
+	// Agents runs the child agents of agents.run when tools.swarm is on (codemode agent: its
+	// own model). nil: the built-in loop against tools.swarm.model, or — without one — no
+	// agents.* at all.
+	Agents codemode.AgentRunner
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -100,6 +105,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		g.owned = true
 	}
 	ro.RunStore = g.store
+	if err := swarmRunner(&ro, opts.Agents, log); err != nil {
+		if g.owned {
+			_ = g.store.Close()
+		}
+		return nil, err
+	}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = upstream.New(ctx, cfg, log)
 		ro.Resources = g.mcp
@@ -263,4 +274,29 @@ func (g *Gateway) SharedRunStore() bool { return g.store != nil }
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {
 	return builtin.Tools(cfg)
+}
+
+// swarmRunner gives the runtime its children's runner when tools.swarm is on: the caller's, or
+// the built-in loop against tools.swarm.model. Without either the swarm stays off (a gateway
+// never calls a model nobody configured) and says so once.
+func swarmRunner(ro *codemode.Options, runner codemode.AgentRunner, log *slog.Logger) error {
+	sw := ro.Swarm
+	if sw == nil || !sw.Enabled {
+		ro.Swarm = nil
+		return nil
+	}
+	if runner == nil && sw.Model != nil {
+		r, err := agent.ModelRunner(*sw.Model, log)
+		if err != nil {
+			return fmt.Errorf("tools.swarm.model: %w", err)
+		}
+		runner = r
+	}
+	if runner == nil {
+		log.Info("tools.swarm is enabled but names no model (tools.swarm.model): cells get no agents.run")
+		ro.Swarm = nil
+		return nil
+	}
+	ro.Agents = runner
+	return nil
 }

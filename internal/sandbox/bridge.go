@@ -125,6 +125,20 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 			}
 			c.host.Prechecked = pre
 		}
+		if r.slotFree(op) {
+			// Its own limits bound it (the swarm's children): it never waits for, nor takes, one
+			// of the slots the cell's tool calls share.
+			r.mu.Lock()
+			closed := r.closed
+			if !closed {
+				r.free++
+			}
+			r.mu.Unlock()
+			if !closed {
+				r.launch(c, true)
+			}
+			break
+		}
 		r.queue = append(r.queue, c)
 		r.startQueued()
 	}
@@ -150,45 +164,67 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 	return op, []byte(payload), nil
 }
 
-// startQueued starts queued calls while concurrency slots are free (E3).
+// startQueued starts queued calls while concurrency slots are free (E3). A slot-free call (see
+// SlotFree) at the head of the queue starts whatever the slots.
 func (r *Run) startQueued() {
 	for len(r.queue) > 0 {
+		c := r.queue[0]
+		free := r.slotFree(c.op)
 		r.mu.Lock()
-		if r.running+r.remote >= r.maxPending || r.closed {
+		if r.closed || !free && r.running+r.remote >= r.maxPending {
 			r.mu.Unlock()
 			return
 		}
-		r.running++
+		if free {
+			r.free++
+		} else {
+			r.running++
+		}
 		r.mu.Unlock()
-		c := r.queue[0]
 		r.queue = r.queue[1:]
-		cctx, cancel := context.WithCancel(r.ctx)
-		c.cancel = cancel
-		c.started = time.Now()
-		r.wg.Add(1)
-		hc := c.host
-		c.host = nil
-		c.running = hc
-		c.approval = nil
-		go func() {
-			defer r.wg.Done()
-			defer cancel()
-			res, err := r.safeAsync(cctx, hc)
-			r.mu.Lock()
-			r.running--
-			if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
-				delete(r.awaiting, hc.n)
-			}
-			if hc.withdrawn {
-				// Export is withdrawing the call: it decides whether this completion counts.
-				hc.held = &completion{id: hc.n, result: res, err: err}
-				r.mu.Unlock()
-				return
-			}
-			r.mu.Unlock()
-			r.push(completion{id: hc.n, result: res, err: err})
-		}()
+		r.launch(c, free)
 	}
+}
+
+// slotFree reports whether the host runs op without a concurrency slot.
+func (r *Run) slotFree(op string) bool {
+	sf, ok := r.host.(SlotFree)
+	return ok && sf.SlotFree(op)
+}
+
+// launch runs a call on its own goroutine; the caller counted it in r.running (or r.free, for a
+// slot-free call).
+func (r *Run) launch(c *call, free bool) {
+	cctx, cancel := context.WithCancel(r.ctx)
+	c.cancel = cancel
+	c.started = time.Now()
+	r.wg.Add(1)
+	hc := c.host
+	c.host = nil
+	c.running = hc
+	c.approval = nil
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		res, err := r.safeAsync(cctx, hc)
+		r.mu.Lock()
+		if free {
+			r.free--
+		} else {
+			r.running--
+		}
+		if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
+			delete(r.awaiting, hc.n)
+		}
+		if hc.withdrawn {
+			// Export is withdrawing the call: it decides whether this completion counts.
+			hc.held = &completion{id: hc.n, result: res, err: err}
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+		r.push(completion{id: hc.n, result: res, err: err})
+	}()
 }
 
 // safeAsync calls the host, turning a panicking tool into an error: a tool bug must not take the
