@@ -1,0 +1,57 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/swarm"
+)
+
+// runnerFunc adapts a function to AgentRunner.
+type runnerFunc func(ctx context.Context, task *AgentTask) (string, error)
+
+func (f runnerFunc) RunAgent(ctx context.Context, task *AgentTask) (string, error) { return f(ctx, task) }
+
+// TestChildResumeIsIdempotent: a child continued on another replica never runs twice — one
+// that had ended is answered from its checkpoint without a runner, one that had not continues
+// from the runner's state with the structured value it had submitted (issue 25 item 4).
+func TestChildResumeIsIdempotent(t *testing.T) {
+	var task *AgentTask
+	runner := runnerFunc(func(ctx context.Context, tk *AgentTask) (string, error) {
+		task = tk
+		return "finished", nil
+	})
+	rt := newRuntime(t, testConfig(t), func(o *Options) {
+		sw := config.DefaultSwarm()
+		sw.Enabled = true
+		o.Swarm, o.Agents = &sw, runner
+	})
+	s := rt.Activate(api.RunContext{SessionKey: "s", RunID: "r"}, nil)
+	g := rt.swarm.NewGroup(swarm.GroupConfig{Run: s.run, ParentCallID: "e", Spawn: s.spawn, Durable: true})
+	req := func(opts string) []byte { return []byte(`{"prompt":"p","options":` + opts + `}`) }
+
+	ended, _ := json.Marshal(journal{V: 1, Outcome: &swarm.Outcome{Status: swarm.StatusCompleted, Text: "done before"}})
+	g.Resume("e/1", ended)
+	v, err := g.Run(context.Background(), "e/1", nil, req(`null`))
+	if err != nil || string(v) != `"done before"` || task != nil {
+		t.Fatalf("%s %v (runner called: %v)", v, err, task != nil)
+	}
+
+	midway, _ := json.Marshal(journal{V: 1, Runner: []byte("conversation so far"), Submitted: json.RawMessage(`{"n":7}`)})
+	g.Resume("e/2", midway)
+	v, err = g.Run(context.Background(), "e/2", nil, req(`{"schema":{"type":"object","properties":{"n":{"type":"integer"}}}}`))
+	if err != nil || string(v) != `{"n":7}` || task == nil || string(task.Resume) != "conversation so far" || task.Checkpoint == nil {
+		t.Fatalf("%s %v %+v", v, err, task)
+	}
+	if _, err := g.Run(context.Background(), "e/3", nil, req(`null`)); err != nil || string(task.Resume) != "" {
+		t.Fatalf("a new child got a checkpoint: %v %q", err, task.Resume)
+	}
+	bad := []byte(`{"v":9}`)
+	g.Resume("e/4", bad)
+	if _, err := g.Run(context.Background(), "e/4", nil, req(`null`)); err == nil {
+		t.Fatal("an unreadable checkpoint was run from scratch")
+	}
+}
