@@ -3,6 +3,9 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
@@ -53,5 +56,50 @@ func TestChildResumeIsIdempotent(t *testing.T) {
 	g.Resume("e/4", bad)
 	if _, err := g.Run(context.Background(), "e/4", nil, req(`null`)); err == nil {
 		t.Fatal("an unreadable checkpoint was run from scratch")
+	}
+}
+
+// TestSwarmDescriptionGolden: with the swarm on, the exec description teaches agents.run in one
+// paragraph and agents.d.ts states the limits in force; a child at the depth limit is taught
+// nothing of it (issue 25 item 1).
+func TestSwarmDescriptionGolden(t *testing.T) {
+	rt := newRuntime(t, denyConfig(t), func(o *Options) {
+		sw := config.DefaultSwarm()
+		sw.Enabled = true
+		o.Swarm, o.Agents = &sw, runnerFunc(func(context.Context, *AgentTask) (string, error) { return "", nil })
+	})
+	s := rt.Activate(api.RunContext{}, fixtureTools())
+	dts, err := s.APIFile("agents.d.ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]string{"exec-description-swarm.golden": s.Tools()[0].Description, "agents.d.ts.golden": dts} {
+		path := filepath.Join("testdata", name)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update)", err)
+		}
+		if got != string(want) {
+			t.Fatalf("%s changed (run with -update to accept):\n%s", name, got)
+		}
+	}
+	plain, err := os.ReadFile(filepath.Join("testdata", "exec-description.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := s.Tools()[0].Description; strings.Replace(d, rt.swarm.Prompt(), "", 1) != string(plain) {
+		t.Fatal("the swarm changed the description beyond its paragraph")
+	}
+	child := rt.activate(api.RunContext{RunID: "x"}, s.childTools(), &childInfo{depth: 1, runs: map[string]bool{}})
+	if strings.Contains(child.Tools()[0].Description, "agents") {
+		t.Fatal("a child at the depth limit is taught agents.run")
+	}
+	if _, err := child.APIFile("agents.d.ts"); err == nil {
+		t.Fatal("a child at the depth limit has agents.d.ts")
 	}
 }
