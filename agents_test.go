@@ -16,7 +16,9 @@ import (
 // runnerFunc adapts a function to AgentRunner.
 type runnerFunc func(ctx context.Context, task *AgentTask) (string, error)
 
-func (f runnerFunc) RunAgent(ctx context.Context, task *AgentTask) (string, error) { return f(ctx, task) }
+func (f runnerFunc) RunAgent(ctx context.Context, task *AgentTask) (string, error) {
+	return f(ctx, task)
+}
 
 // TestChildResumeIsIdempotent: a child continued on another replica never runs twice — one
 // that had ended is answered from its checkpoint without a runner, one that had not continues
