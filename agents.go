@@ -28,9 +28,9 @@ import (
 // answers without calling a tool. The runtime checks the structured result, enforces the
 // limits and records everything; ctx ends when the child's parent run ends or its time is up.
 //
-// `codemode agent` and `codemode serve` use the built-in loop (the one `codemode agent` runs, over
-// an OpenAI-compatible or Anthropic API): it lives outside this package so that programs
-// without children do not link the model SDKs.
+// The built-in runner — the loop `codemode agent` runs, over an OpenAI-compatible or Anthropic
+// API, which `codemode agent` and `codemode serve` use — is agentloop.New: it lives in a package
+// of its own so that programs without children do not link the model SDKs.
 type AgentRunner interface {
 	RunAgent(ctx context.Context, task *AgentTask) (answer string, err error)
 }
@@ -79,7 +79,7 @@ func newSwarm(opts Options) (*swarm.Runtime, config.Swarm, error) {
 		return nil, sw, err
 	}
 	if opts.Agents == nil {
-		return nil, sw, errors.New("Options.Swarm is enabled but Options.Agents is nil: give the runtime an AgentRunner that runs the children (codemode agent and serve use their built-in loop)")
+		return nil, sw, errors.New("Options.Swarm is enabled but Options.Agents is nil: give the runtime an AgentRunner that runs the children (agentloop.New builds the built-in one from a config.SwarmModel)")
 	}
 	var models []string
 	if sw.Model != nil {

@@ -96,6 +96,7 @@ type Options struct {
 	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
 	Swarm *config.Swarm
 	// Agents runs the child agents; required when Swarm is enabled (New fails without it).
+	// agentloop.New(*Swarm.Model) is the built-in one, the loop of `codemode agent`.
 	Agents AgentRunner
 }
 

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/agentloop"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/admission"
-	"github.com/codemode-go/codemode/internal/agent"
 	"github.com/codemode-go/codemode/internal/builtin"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
 	"github.com/codemode-go/codemode/internal/quickjs"
@@ -286,7 +286,7 @@ func swarmRunner(ro *codemode.Options, runner codemode.AgentRunner, log *slog.Lo
 		return nil
 	}
 	if runner == nil && sw.Model != nil {
-		r, err := agent.ModelRunner(*sw.Model, log)
+		r, err := agentloop.New(*sw.Model, log) // the library's own way to the built-in loop
 		if err != nil {
 			return fmt.Errorf("tools.swarm.model: %w", err)
 		}
