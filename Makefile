@@ -37,10 +37,12 @@ serve: build
 	@exec $(BIN) serve
 
 # npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
-# and redis-server (Debian's package, when root) for the shared run-store tests.
+# redis-server (Debian's package, when root) for the shared run-store tests, and haproxy for the
+# fleet test (three replicas behind a real balancer).
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
+	scripts/install-haproxy.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

@@ -100,11 +100,32 @@ var refuseApprovals = api.ApproverFunc(func(context.Context, api.ApprovalRequest
 type childInfo struct {
 	depth      int
 	parentCall string // the agents.run call that started the child
+	rootRun    string // the run id of the cell at the root of the swarm: its saved values are shared
 	node       *swarm.Child
 	submit     *submission // nil without a schema
 
-	mu   sync.Mutex
-	runs map[string]bool // the child's code-mode runs still suspended
+	mu        sync.Mutex
+	runs      map[string]bool // the child's code-mode runs still suspended
+	untrusted []string        // sources of untrusted content the child received (bounded)
+}
+
+// sawUntrusted adds sources of untrusted content the child received.
+func (info *childInfo) sawUntrusted(sources ...string) {
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	for _, src := range sources {
+		if src != "" && !slices.Contains(info.untrusted, src) && len(info.untrusted) < 32 {
+			info.untrusted = append(info.untrusted, src)
+		}
+	}
+}
+
+func (info *childInfo) sources() []string {
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	out := slices.Clone(info.untrusted)
+	slices.Sort(out)
+	return out
 }
 
 // depth is the surface's spawn depth: 0 for a surface the embedder activated.
@@ -127,6 +148,15 @@ func (s *Surface) gate() *dispatch.Gate {
 		return s.rt.childGate
 	}
 	return s.rt.gate
+}
+
+// rootRun is the run id of the cell at the root of the surface's swarm (its own for a surface
+// the embedder activated).
+func (s *Surface) rootRun() string {
+	if s.child == nil {
+		return s.run.RunID
+	}
+	return s.child.rootRun
 }
 
 // parentCall is the trajectory parent of the surface's own calls: for a child, its agents.run
@@ -182,7 +212,7 @@ func (s *Surface) spawn(ctx context.Context, node *swarm.Child) swarm.Outcome {
 			return *jr.Outcome // it ended before its process stopped: never run it again
 		}
 	}
-	info := &childInfo{depth: node.Depth, parentCall: node.CallID, node: node, runs: map[string]bool{}}
+	info := &childInfo{depth: node.Depth, parentCall: node.CallID, rootRun: s.rootRun(), node: node, runs: map[string]bool{}}
 	if node.Schema != nil {
 		info.submit = &submission{schema: node.Schema, raw: node.Request.Schema, value: jr.Submitted}
 	}
@@ -217,6 +247,7 @@ func (s *Surface) spawn(ctx context.Context, node *swarm.Child) swarm.Outcome {
 	}
 	answer, err := rt.opts.Agents.RunAgent(ctx, task)
 	out := outcome(answer, err, info.submit)
+	out.Untrusted = info.sources()
 	if node.Durable() && ctx.Err() == nil {
 		save(nil, &out)
 	}
@@ -263,9 +294,13 @@ func (s *Surface) observe(name, runID string, res *api.ExecResult, callErr error
 		return
 	}
 	status := "ok"
+	if t := s.byName[name]; res == nil && t != nil && t.Untrusted {
+		info.sawUntrusted(dispatch.Provenance(t))
+	}
 	switch {
 	case res != nil:
 		status = res.Status
+		info.sawUntrusted(res.Untrusted...)
 		info.mu.Lock()
 		if name == "wait" && res.Status != api.StatusWaiting {
 			delete(info.runs, runID)

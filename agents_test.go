@@ -40,23 +40,23 @@ func TestChildResumeIsIdempotent(t *testing.T) {
 
 	ended, _ := json.Marshal(journal{V: 1, Outcome: &swarm.Outcome{Status: swarm.StatusCompleted, Text: "done before"}})
 	g.Resume("e/1", ended)
-	v, err := g.Run(context.Background(), "e/1", nil, req(`null`))
+	v, _, err := g.Run(context.Background(), "e/1", nil, req(`null`))
 	if err != nil || string(v) != `"done before"` || task != nil {
 		t.Fatalf("%s %v (runner called: %v)", v, err, task != nil)
 	}
 
 	midway, _ := json.Marshal(journal{V: 1, Runner: []byte("conversation so far"), Submitted: json.RawMessage(`{"n":7}`)})
 	g.Resume("e/2", midway)
-	v, err = g.Run(context.Background(), "e/2", nil, req(`{"schema":{"type":"object","properties":{"n":{"type":"integer"}}}}`))
+	v, _, err = g.Run(context.Background(), "e/2", nil, req(`{"schema":{"type":"object","properties":{"n":{"type":"integer"}}}}`))
 	if err != nil || string(v) != `{"n":7}` || task == nil || string(task.Resume) != "conversation so far" || task.Checkpoint == nil {
 		t.Fatalf("%s %v %+v", v, err, task)
 	}
-	if _, err := g.Run(context.Background(), "e/3", nil, req(`null`)); err != nil || string(task.Resume) != "" {
+	if _, _, err := g.Run(context.Background(), "e/3", nil, req(`null`)); err != nil || string(task.Resume) != "" {
 		t.Fatalf("a new child got a checkpoint: %v %q", err, task.Resume)
 	}
 	bad := []byte(`{"v":9}`)
 	g.Resume("e/4", bad)
-	if _, err := g.Run(context.Background(), "e/4", nil, req(`null`)); err == nil {
+	if _, _, err := g.Run(context.Background(), "e/4", nil, req(`null`)); err == nil {
 		t.Fatal("an unreadable checkpoint was run from scratch")
 	}
 }

@@ -40,8 +40,7 @@ func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runti
 		o.HotRuns = -1
 	}
 	if durableMode {
-		o.RunStore = runstore.NewMemDurable(runstore.Limits{SessionRuns: cfg.Runtime.Suspended.MaxRunsPerSession,
-			Bytes: cfg.Runtime.Suspended.MaxBytes, SessionBytes: cfg.Runtime.Suspended.MaxBytesPerSession})
+		o.RunStore = runstore.NewMemDurable(o.Suspended.storeLimits())
 	}
 	for _, f := range opts {
 		f(&o)
@@ -596,7 +595,7 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 	go func() { first <- waitRaw(s, "w1", in) }()
 	time.Sleep(50 * time.Millisecond)
 	second := waitRaw(s, "w2", in)
-	if second.Status != api.StatusFailed || !strings.Contains(second.Error, "already in progress") {
+	if second.Status != api.StatusFailed || second.Code != api.CodeBusy || second.RunID != r.RunID || second.RetryAfterMs <= 0 || !strings.Contains(second.Error, "already in progress") {
 		t.Fatalf("%+v", second)
 	}
 	close(release)
@@ -607,7 +606,7 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 
 func TestSuspendedRunCap(t *testing.T) { // W5
 	// One session may hold every run here; runtime.suspended's per-session cap has its own tests.
-	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Runtime.Suspended.MaxRunsPerSession = 64 }))
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Runtime.Suspended.MaxRuns, c.Runtime.Suspended.MaxRunsPerSession = 64, 64 }))
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	for i := 0; i < 64; i++ {
 		if r := execCode(t, s, `await yield_control(); return 1`); r.Status != api.StatusWaiting {

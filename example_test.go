@@ -9,7 +9,6 @@ import (
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An agent loop embeds code mode in a few lines: activate the run's tools, send the model the
@@ -173,49 +172,4 @@ func ExampleSurface_Wait() {
 	// Output:
 	// waiting yield before
 	// completed 21 after
-}
-
-// Any MCP server can put code mode in front of its tools: register the surface's tools and send
-// every call to Handle. (`codemode serve` is this, plus sessions, security and passthrough.)
-func Example_serveMCP() {
-	ctx := context.Background()
-	rt, _ := codemode.New(ctx, codemode.Options{})
-	defer rt.Close()
-	add := &api.Tool{Name: "add", Description: "Add two numbers.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
-		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-			var in struct{ A, B float64 }
-			_ = json.Unmarshal(c.Input, &in)
-			return api.TextResult(fmt.Sprint(in.A+in.B), in.A+in.B)
-		}}
-	surface := rt.Activate(api.RunContext{AgentID: "mcp"}, []*api.Tool{add})
-
-	server := mcp.NewServer(&mcp.Implementation{Name: "my-code-mode", Version: "1"}, nil)
-	for _, t := range surface.Tools() {
-		server.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				// One scope per client session keeps suspended runs apart.
-				run := surface.ForRun(api.RunContext{AgentID: "mcp", SessionKey: req.Session.ID()})
-				res := run.Handle(ctx, "call", req.Params.Name, req.Params.Arguments)
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, IsError: res.IsError()}, nil
-			})
-	}
-
-	// A client, in memory here; over stdio or HTTP in a real program.
-	st, ct := mcp.NewInMemoryTransports()
-	go func() { _ = server.Run(ctx, st) }()
-	client, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
-	out, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "return await tools.add({a: 2, b: 40})"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	var result api.ExecResult
-	_ = json.Unmarshal([]byte(out.Content[0].(*mcp.TextContent).Text), &result)
-	fmt.Println(result.Status, string(result.Value))
-	// Output:
-	// completed 42
 }

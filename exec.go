@@ -9,14 +9,17 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
+	"github.com/codemode-go/codemode/internal/untrusted"
 )
 
 // ExecInput is the input of the exec tool (X1–X2, W6), as Surface.Exec takes it from Go. A
@@ -33,6 +36,26 @@ type ExecInput struct {
 	// RestartSafe declares read-only work: tools not declared read-only are refused before they
 	// run, pending work is never drained automatically, and waiting results say restartSafe (W6).
 	RestartSafe bool `json:"restartSafe,omitempty"`
+	// Title is an optional short label of the cell, shown in progress and recorded in the
+	// trajectory; longer than MaxTitleRunes characters it is shortened, never refused.
+	Title string `json:"title,omitempty"`
+}
+
+// MaxTitleRunes bounds an exec's title.
+const MaxTitleRunes = 120
+
+// cleanTitle keeps a title to one bounded line.
+func cleanTitle(t string) string {
+	t = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, t)), " ")
+	if r := []rune(t); len(r) > MaxTitleRunes {
+		t = string(r[:MaxTitleRunes-1]) + "…"
+	}
+	return t
 }
 
 // execArgs is exec's input as the model sent it: a field that is present, even empty, differs
@@ -42,6 +65,7 @@ type execArgs struct {
 	Command     *string `json:"command,omitempty"`
 	Language    *string `json:"language,omitempty"`
 	RestartSafe bool    `json:"restartSafe,omitempty"`
+	Title       string  `json:"title,omitempty"`
 }
 
 // args is the input as Handle would have decoded it: an empty string is an absent field.
@@ -52,7 +76,7 @@ func (in ExecInput) args() execArgs {
 		}
 		return &s
 	}
-	return execArgs{Code: opt(in.Code), Command: opt(in.Command), Language: opt(in.Language), RestartSafe: in.RestartSafe}
+	return execArgs{Code: opt(in.Code), Command: opt(in.Command), Language: opt(in.Language), RestartSafe: in.RestartSafe, Title: in.Title}
 }
 
 // WaitInput is the input of the wait tool.
@@ -71,6 +95,8 @@ type CallResult struct {
 	// Err says why a direct tool did not run or failed: unknown tool, invalid input, blocked by a
 	// hook, not approved, or the tool's error.
 	Err error
+	// untrusted are the sources of a direct tool's result when the tool is Untrusted.
+	untrusted []string
 }
 
 // IsError reports whether the call failed: a failed exec/wait, an error result, or Err.
@@ -93,6 +119,11 @@ func (r CallResult) Text() string {
 		if err != nil {
 			return `{"status":"failed","error":"cannot encode the result","code":"internal_error"}`
 		}
+		if len(r.Exec.Untrusted) > 0 {
+			// issue 22 item 6: what untrusted sources said reaches the model inside a marking
+			// it cannot close.
+			return untrusted.Wrap(string(b), r.Exec.Untrusted)
+		}
 		return string(b)
 	case r.Tool != nil:
 		var parts []string
@@ -103,10 +134,14 @@ func (r CallResult) Text() string {
 				parts = append(parts, "["+c.Type+" content]")
 			}
 		}
+		text := strings.Join(parts, "\n")
 		if len(parts) == 0 && len(r.Tool.Details) > 0 {
-			return string(r.Tool.Details)
+			text = string(r.Tool.Details)
 		}
-		return strings.Join(parts, "\n")
+		if len(r.untrusted) > 0 {
+			return untrusted.Wrap(text, r.untrusted)
+		}
+		return text
 	case r.Err != nil:
 		return r.Err.Error()
 	}
@@ -139,7 +174,11 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 	if err != nil {
 		return CallResult{Err: err}
 	}
-	return CallResult{Tool: res}
+	out := CallResult{Tool: res}
+	if t := s.byName[name]; t != nil && t.Untrusted {
+		out.untrusted = []string{dispatch.Provenance(t)}
+	}
+	return out
 }
 
 // refuse fails a control call whose arguments do not decode, recording it like any other: the
@@ -194,7 +233,8 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	if raw == nil {
 		raw, _ = json.Marshal(in)
 	}
-	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "exec", Input: raw}
+	in.Title = cleanTitle(in.Title)
+	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "exec", Input: raw, Title: in.Title}
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
@@ -257,15 +297,22 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	disp := s.dispatcher(callID, in.RestartSafe)
+	disp.Title = cleanTitle(in.Title)
 	nsJSON := s.buildNamespaces(ctx, disp)
 	lim := rt.limits()
 	lim.RestartSafe = in.RestartSafe
 	s.admit(&lim)
+	if sink := progress.From(ctx); sink != nil && disp.Title != "" {
+		sink(0, 0, disp.Title) // the cell's title first, then its calls' progress
+	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
 	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
+		if res, refused := s.storeRefuses(ctx, start); refused {
+			return res // before any work: a cell that suspended now could not be saved
+		}
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
@@ -328,6 +375,10 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 		return s.waitDurable(ctx, in, start, tr)
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
+	if errors.Is(err, runstore.ErrBusy) {
+		// Another wait of this process runs it: it ends within timeoutMs.
+		return s.busy(start, in.RunID, &runstore.BusyError{RetryAfter: s.rt.cm.Timeout()})
+	}
 	if err != nil {
 		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
@@ -350,12 +401,41 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 }
 
 // admit wires process-wide admission control (Options.Admission) into one exec or wait: the
-// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM.
+// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM. The
+// gateway's controller (internal/admission) also frees the slot's CPU share while the VM only
+// waits for nested calls or timers (issue 18 item 4); any other Admission holds its slot for
+// the VM's whole life.
 func (s *Surface) admit(lim *sandbox.Limits) {
-	if a := s.rt.opts.Admission; a != nil {
-		key := s.run.SessionKey
-		lim.Admit = func(ctx context.Context) (func(), error) { return a.Acquire(ctx, key) }
+	a := s.rt.opts.Admission
+	if a == nil {
+		return
 	}
+	key := s.run.SessionKey
+	if s.run.Principal != "" {
+		key = "principal:" + s.run.Principal // one principal's sessions share one fair share
+	}
+	if sa, ok := a.(slotAdmission); ok {
+		lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
+			sl, err := sa.AcquireSlot(ctx, key)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return sl, nil
+		}
+		return
+	}
+	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
+		release, err := a.Acquire(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		return sandbox.ReleaseSlot(release), nil
+	}
+}
+
+// slotAdmission is an Admission that can tell an idle VM from a running one (internal/admission).
+type slotAdmission interface {
+	AcquireSlot(ctx context.Context, session string) (*admission.Slot, error)
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the
@@ -398,6 +478,16 @@ func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.Ex
 	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start)}
 }
 
+// busy is the result of a wait on a run another wait holds (W3): not a failure of the run —
+// it carries the runId and when to retry (the other wait's end, or its lease running out when
+// its replica died).
+func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
+	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
+	res.RunID = runID
+	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	return res
+}
+
 // telemetry reports the run's cumulative counters (Y1): see runCounters.
 func (s *Surface) telemetry(start time.Time) api.Telemetry {
 	t := api.Telemetry{VisibleTools: s.ToolNames(), DurationMs: time.Since(start).Milliseconds()}
@@ -415,7 +505,8 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 	return &dispatch.Dispatcher{
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gate(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
-		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool,
+		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
+		ResultsRunID: s.rootRun(),
 	}
 }
 

@@ -24,10 +24,12 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
@@ -78,8 +80,9 @@ type Options struct {
 	// HotMemoryBytes bounds the memory those VMs hold, counted as their linear memories'
 	// capacity (0: DefaultHotMemoryBytes).
 	HotMemoryBytes int64
-	// Suspended bounds the suspended runs of one session and their snapshots' bytes, beside the
-	// process cap of 64 runs (W5), so no session can use up the store for the others.
+	// Suspended bounds the suspended runs in all, per principal and per session, in runs and in
+	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
+	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
 	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
@@ -89,7 +92,8 @@ type Options struct {
 	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
 	// any of them started, and a restart loses none. nil keeps them in this process's memory.
 	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not.
+	// RATIONALE.md for what crosses and what does not. The same store then keeps the values
+	// cells save with results.save, so they survive restarts too.
 	RunStore RunStore
 	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
 	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
@@ -98,14 +102,35 @@ type Options struct {
 	// Agents runs the child agents; required when Swarm is enabled (New fails without it).
 	// agentloop.New(*Swarm.Model) is the built-in one, the loop of `codemode agent`.
 	Agents AgentRunner
+
+	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
+	resultLimits results.Limits
 }
 
-// SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
-// beyond the process cap on runs.
+// SuspendedLimits bound suspended runs. A run counts against its session
+// (api.RunContext.SessionKey) and its principal (RunContext.Principal, or the session key when
+// there is none). Zero fields mean no bound, except MaxRuns (0: 1024); ConfigOptions fills them
+// from the configuration (runtime.suspended, whose unset figures follow the memory budget).
 type SuspendedLimits struct {
-	MaxRunsPerSession  int
-	MaxBytes           int64
-	MaxBytesPerSession int64
+	MaxRuns              int
+	MaxRunsPerPrincipal  int
+	MaxRunsPerSession    int
+	MaxBytes             int64
+	MaxBytesPerPrincipal int64
+	MaxBytesPerSession   int64
+}
+
+// storeLimits maps the limits onto the run stores'.
+func (l SuspendedLimits) storeLimits() runstore.Limits {
+	return runstore.Limits{Runs: l.MaxRuns, PrincipalRuns: l.MaxRunsPerPrincipal, SessionRuns: l.MaxRunsPerSession,
+		Bytes: l.MaxBytes, PrincipalBytes: l.MaxBytesPerPrincipal, SessionBytes: l.MaxBytesPerSession}
+}
+
+// suspendedFromConfig is runtime.suspended with its derived figures filled in.
+func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
+	s := cfg.Runtime.Suspended.Resolve(admission.Derive(cfg).MemoryBudget)
+	return SuspendedLimits{MaxRuns: s.MaxRuns, MaxRunsPerPrincipal: s.MaxRunsPerPrincipal, MaxRunsPerSession: s.MaxRunsPerSession,
+		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
 // Admission hands out slots for running VMs, fairly between sessions.
@@ -135,11 +160,16 @@ func ConfigOptions(cfg *config.Config) Options {
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals: approvalsFromConfig(t.Approvals),
-		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: SuspendedLimits{MaxRunsPerSession: cfg.Runtime.Suspended.MaxRunsPerSession,
-			MaxBytes: cfg.Runtime.Suspended.MaxBytes, MaxBytesPerSession: cfg.Runtime.Suspended.MaxBytesPerSession},
+		Approvals:    approvalsFromConfig(t.Approvals),
+		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Suspended:    suspendedFromConfig(cfg),
+		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
+}
+
+func resultLimitsFromConfig(r config.Results) results.Limits {
+	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
+		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
 }
 
 func approvalsFromConfig(a config.Approvals) api.Approvals {
@@ -220,6 +250,8 @@ type Runtime struct {
 	swarm     *swarm.Runtime
 	swarmCfg  config.Swarm
 	childGate *dispatch.Gate
+	// results keeps what cells save (results.*) and oversized final values, per run scope.
+	results results.Store
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -254,16 +286,20 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
 		}
 	}
-	sl := opts.Suspended
 	rt := &Runtime{opts: opts, cm: cm, log: log,
-		store: runstore.NewWithLimits(cm.SnapshotTTL(), runstore.Limits{SessionRuns: sl.MaxRunsPerSession,
-			Bytes: sl.MaxBytes, SessionBytes: sl.MaxBytesPerSession}),
+		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
 		catalogs: newCatalogCache(16), counters: newRunCounters(4096),
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
+		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	}
+	rt.results = results.NewMemory(opts.resultLimits)
+	if rs, ok := opts.RunStore.(interface {
+		ResultStore(results.Limits) results.Store
+	}); ok {
+		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
 	}
 	sw, swCfg, err := newSwarm(opts)
 	if err != nil {
@@ -416,6 +452,13 @@ func (rt *Runtime) CancelRun(runID string) bool {
 // returns the number of runs dropped.
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
+	if rt.results != nil {
+		ctx, cancel := storeCtx()
+		if err := rt.results.DropSession(ctx, sessionKey); err != nil {
+			rt.log.Warn("result store: cannot drop a session's results", "session", sessionKey, "err", err)
+		}
+		cancel()
+	}
 	if d := rt.durable; d != nil {
 		d.cancelSessionLocal(sessionKey)
 		ctx, cancel := storeCtx()
@@ -441,6 +484,22 @@ type Stats struct {
 	HotRuns      int
 	HotBytes     int64
 	HotEvictions int64
+	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
+	RunStore RunStoreStats
+}
+
+// RunStoreStats are counters of a runtime's use of a shared run store, since it started.
+type RunStoreStats struct {
+	// Takeovers counts waits that resumed a run from a replica that stopped (its wait died
+	// midway, or its calls in flight had no live owner).
+	Takeovers uint64
+	// ReissuedCalls counts replay-safe calls of a stopped replica issued again; LostCalls the
+	// others, which settled in their cell as lost_on_replica.
+	ReissuedCalls, LostCalls uint64
+	// BusyWaits counts waits answered "busy": another wait held the run (lease contention).
+	BusyWaits uint64
+	// WriteFailures counts writes the store refused or could not take (unreachable, full).
+	WriteFailures uint64
 }
 
 // Stats reports the runtime's resources.
@@ -449,12 +508,26 @@ func (rt *Runtime) Stats() Stats {
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
 		st.SuspendedRuns, st.SuspendedBytes = d.stats()
+		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
+			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
 	}
 	return st
+}
+
+// Drain prepares a graceful stop with a shared run store (Options.RunStore): it waits until the
+// nested calls this process still runs for suspended runs have finished and their results are
+// stored, so that no other process has to count them lost, or until ctx ends. Call it after the
+// last exec and wait returned, before Close. Without a shared store it returns at once (the runs
+// end with the process).
+func (rt *Runtime) Drain(ctx context.Context) error {
+	if rt.durable == nil {
+		return nil
+	}
+	return rt.durable.drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close

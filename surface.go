@@ -203,8 +203,9 @@ func (rt *Runtime) activate(rc api.RunContext, tools []*api.Tool, child *childIn
 			s.warn(fmt.Sprintf("directOnly entry %q matches no tool of this run (give a tool name or a catalog id such as native:core:read or mcp:server:tool)", n))
 		}
 	}
-	if !rt.cm.Enabled || pol.NoTools() {
-		// A4, A7: exposure unchanged (and no tools at all for a no-tool run).
+	if !rt.cm.PrefersModel(rc.Model) || pol.NoTools() {
+		// A4, A7: exposure unchanged (and no tools at all for a no-tool run); with activation
+		// "auto", also for a model that does not prefer code mode (issue 22 item 9).
 		for _, t := range eff {
 			if _, dup := s.byName[t.Name]; dup {
 				s.warn(fmt.Sprintf("two tools are named %q; the model sees only %s", t.Name, s.byName[t.Name].ID()))
@@ -322,14 +323,13 @@ func fingerprint(tools []*api.Tool) string {
 		field(t.Description)
 		field(string(t.InputSchema))
 		field(string(t.OutputSchema))
-		flags := "--"
-		if t.DirectOnly {
-			flags = "d" + flags[1:]
+		flags := []byte("----")
+		for i, on := range []bool{t.DirectOnly, t.ReadOnly, t.Untrusted, t.Sequential} {
+			if on {
+				flags[i] = "drus"[i]
+			}
 		}
-		if t.ReadOnly {
-			flags = flags[:1] + "r"
-		}
-		field(flags)
+		field(string(flags))
 		if si := t.Server; si != nil { // server search evidence (issue 23)
 			field(si.Name + "\x00" + si.Title + "\x00" + si.Description + "\x00" + si.Instructions)
 		}
@@ -339,7 +339,10 @@ func fingerprint(tools []*api.Tool) string {
 
 // execSchemaTemplate is the exec tool's input schema: `language` is a flat string enum, never a
 // oneOf/anyOf (X2: some providers reject those).
-const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."}},"required":["code"],"additionalProperties":false}`
+// It lists every field exec accepts, flat (issue 21 item 5): `command` (X1's alias of code) and
+// an optional `title`, so schema-checking clients accept them; code-or-command is checked by
+// exec itself, since a flat schema cannot say "one of".
+const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"title":{"type":"string","description":"Optional short label for this cell (at most 120 characters), shown in progress and logs."},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."},"command":{"type":"string","description":"Alias of code, for hook policies: give code (or command, not different values)."}},"additionalProperties":false}`
 
 func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry, swarmOn bool) ModelTool {
 	langs, _ := json.Marshal(rt.cm.Languages)

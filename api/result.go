@@ -38,6 +38,17 @@ const (
 	// CodeRunStore: the shared run store (runStore.redis) cannot be reached or refused a record
 	// (another key, a tampered record). The operator's to fix; a wait can be retried later.
 	CodeRunStore ErrorCode = "run_store_error"
+	// CodeBusy: another wait holds the run — a concurrent wait, or one on a gateway replica
+	// that stopped and whose hold has not run out yet. The run is fine: retry the same wait
+	// after RetryAfterMs (the result also carries the RunID).
+	CodeBusy ErrorCode = "busy"
+	// CodeMemoryLimit: the cell needed more guest heap than memoryLimitBytes; its VM was
+	// discarded.
+	CodeMemoryLimit ErrorCode = "memory_limit_exceeded"
+	// CodeCellError: the cell itself failed: its body threw (the message names the error and
+	// its position), its return value cannot become JSON, or it awaited a promise that nothing
+	// will settle.
+	CodeCellError ErrorCode = "cell_error"
 )
 
 // Waiting reasons.
@@ -70,8 +81,17 @@ type ExecResult struct {
 	// failed
 	Error string
 	Code  ErrorCode
+	// RetryAfterMs, on a failed result with Code "busy" (which also carries RunID), says how
+	// long to wait before retrying: until the hold of the other wait runs out.
+	RetryAfterMs int64
 
-	Output    []Output
+	Output []Output
+	// Untrusted names the sources of untrusted content the cell received before this result
+	// (MCP servers not configured as trusted, web_fetch, client tools; "results" for a loaded
+	// value saved by such a cell): the value, output and error may carry what they said. Nil
+	// when the cell saw none. CallResult.Text shows such a result to a model inside an
+	// untrusted-content marking.
+	Untrusted []string
 	Telemetry Telemetry
 }
 
@@ -141,8 +161,9 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			Status    string          `json:"status"`
 			Value     json.RawMessage `json:"value"`
 			Output    []Output        `json:"output,omitempty"`
+			Untrusted []string        `json:"untrusted,omitempty"`
 			Telemetry Telemetry       `json:"telemetry"`
-		}{r.Status, v, r.Output, tel})
+		}{r.Status, v, r.Output, r.Untrusted, tel})
 	case StatusWaiting:
 		return json.Marshal(struct {
 			Status           string            `json:"status"`
@@ -152,16 +173,25 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			PendingApprovals []ApprovalRequest `json:"pendingApprovals,omitempty"`
 			RestartSafe      bool              `json:"restartSafe,omitempty"`
 			Output           []Output          `json:"output,omitempty"`
+			Untrusted        []string          `json:"untrusted,omitempty"`
 			Telemetry        Telemetry         `json:"telemetry"`
-		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, tel})
+		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, r.Untrusted, tel})
 	default:
+		var runID string
+		var retry int64
+		if r.Code == CodeBusy { // the run is alive: say which, and when to try again
+			runID, retry = r.RunID, max(r.RetryAfterMs, 1)
+		}
 		return json.Marshal(struct {
-			Status    string    `json:"status"`
-			Error     string    `json:"error"`
-			Code      ErrorCode `json:"code,omitempty"`
-			Output    []Output  `json:"output,omitempty"`
-			Telemetry Telemetry `json:"telemetry"`
-		}{StatusFailed, r.Error, r.Code, r.Output, tel})
+			Status       string    `json:"status"`
+			Error        string    `json:"error"`
+			Code         ErrorCode `json:"code,omitempty"`
+			RunID        string    `json:"runId,omitempty"`
+			RetryAfterMs int64     `json:"retryAfterMs,omitempty"`
+			Output       []Output  `json:"output,omitempty"`
+			Untrusted    []string  `json:"untrusted,omitempty"`
+			Telemetry    Telemetry `json:"telemetry"`
+		}{StatusFailed, r.Error, r.Code, runID, retry, r.Output, r.Untrusted, tel})
 	}
 }
 
@@ -177,14 +207,16 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		RestartSafe      bool              `json:"restartSafe"`
 		Error            string            `json:"error"`
 		Code             ErrorCode         `json:"code"`
+		RetryAfterMs     int64             `json:"retryAfterMs"`
 		Output           []Output          `json:"output"`
+		Untrusted        []string          `json:"untrusted"`
 		Telemetry        Telemetry         `json:"telemetry"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
-		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code,
-		Output: w.Output, Telemetry: w.Telemetry}
+		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code, RetryAfterMs: w.RetryAfterMs,
+		Output: w.Output, Untrusted: w.Untrusted, Telemetry: w.Telemetry}
 	return nil
 }

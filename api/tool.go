@@ -60,6 +60,16 @@ type Tool struct {
 	DirectOnly bool
 	// ReadOnly declares the tool free of side effects and safe to replay after a restart (W6).
 	ReadOnly bool
+	// Untrusted says the tool's results carry content from outside the operator's control (a
+	// web page, an MCP server not configured as trusted, a client): what a cell prints or
+	// returns after receiving one reaches the model inside an untrusted-content marking
+	// (docs/semantics.md §11). The MCP layer sets it for every server without `trusted: true`;
+	// set it on your own tools that relay outside content.
+	Untrusted bool
+	// Sequential says the tool must not run concurrently with itself or with the other
+	// sequential tools of the same owner (a browser, a session): a run's calls to them start
+	// one at a time, in call order, even under Promise.all. Other calls stay parallel.
+	Sequential bool
 
 	// Annotations are MCP tool annotations (behaviour hints such as readOnlyHint) as JSON. For
 	// MCP tools they are the server's own bytes: untrusted, shown to clients in direct exposure,

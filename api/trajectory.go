@@ -47,6 +47,8 @@ type TrajectoryEvent struct {
 	CodeModeRunID string `json:"codeModeRunId,omitempty"`
 	// Tool is "exec" or "wait", a catalog id for nested calls, the tool's name for direct calls.
 	Tool string `json:"tool"`
+	// Title is an exec's optional title (one bounded line).
+	Title string `json:"title,omitempty"`
 	// Input is what ran; OriginalInput is what was asked for, when a hook rewrote it.
 	Input         json.RawMessage `json:"input,omitempty"`
 	OriginalInput json.RawMessage `json:"originalInput,omitempty"`

@@ -156,10 +156,18 @@ type MCPServer struct {
 	URL     string            // http or https
 	Headers map[string]string // sent with every HTTP request
 
-	// Enabled is true unless the file says false, so a server can be switched off without
-	// deleting its settings.
-	Enabled bool
-	// TimeoutMs bounds connecting and each request: 100–600000, default 60000.
+	// Disabled switches the server off without deleting its settings (`enabled: false` in the
+	// file; a server is on unless it says so).
+	Disabled bool
+	// Trusted says the server's results are the operator's own content: they reach the model
+	// without the untrusted-content marking. Default false: an MCP server is someone else's
+	// prose.
+	Trusted bool
+	// Sequential names the server's tools (globs; ["*"] for `sequential: true`) that must not
+	// run concurrently: a run's calls to them start one at a time, in call order.
+	Sequential []string
+	// TimeoutMs bounds connecting and each request: 100–600000, default 60000 (0 means the
+	// default).
 	TimeoutMs int
 }
 
@@ -176,8 +184,11 @@ type Runtime struct {
 	CompileCacheDir string // "" means a "codemode/wazero" directory in the user cache dir
 	// Admission bounds the execs and waits running at once (see Admission).
 	Admission Admission
-	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
+	// Suspended bounds the store of suspended runs in all, per principal and per session, in
+	// runs and in bytes (see Suspended).
 	Suspended Suspended
+	// Results bounds the values cells save for later cells (see Results).
+	Results Results
 }
 
 // CompileCachePath returns the directory for wazero's compilation cache, or "" when the cache is
@@ -232,6 +243,13 @@ type CodeMode struct {
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
 	// SearchEmbeddings turns on dense retrieval for tool search; nil (the default) keeps it lexical.
 	SearchEmbeddings *SearchEmbeddings
+	// Auto (the file's `enabled: "auto"`, with Enabled true) activates code mode only for runs
+	// whose model (api.RunContext.Model) matches PreferredModels; other runs get their tools
+	// directly. See PrefersModel.
+	Auto bool
+	// PreferredModels are model-name globs ("gpt-5*", "claude-sonnet-*") for Auto; nil means
+	// DefaultPreferredModels.
+	PreferredModels []string
 }
 
 // DefaultCodeMode returns code mode enabled with the contract's default limits
@@ -300,12 +318,8 @@ func defaults() *Config {
 				MaxBytes:  defaultWebFetchMaxBytes,
 			},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true, Suspended: Suspended{
-			MaxRunsPerSession:  defaultMaxRunsPerSession,
-			MaxBytes:           defaultSuspendedMaxBytes,
-			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
-		}},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
+		Runtime: Runtime{CompileCache: true, Results: defaultResults()},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,

@@ -149,11 +149,11 @@ func TestCodeModeActivation(t *testing.T) { // C1
 
 func TestCodeModeWrongType(t *testing.T) { // C1, C2
 	tests := []struct{ src, want string }{
-		{`{tools: {codeMode: 1}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got number 1"},
-		{`{tools: {codeMode: "true"}}`, `test.json5:1:20: tools.codeMode: expected a boolean or an object, got string "true"`},
-		{`{tools: {codeMode: null}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got null"},
-		{`{tools: {codeMode: [true]}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got an array"},
-		{`{tools: {codeMode: {enabled: "yes"}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean, got string "yes"`},
+		{`{tools: {codeMode: 1}}`, "test.json5:1:20: tools.codeMode: expected a boolean, \"auto\" or an object, got number 1"},
+		{`{tools: {codeMode: "true"}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got string "true"`},
+		{`{tools: {codeMode: null}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got null`},
+		{`{tools: {codeMode: [true]}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got an array`},
+		{`{tools: {codeMode: {enabled: "yes"}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean or "auto", got string "yes"`},
 		{`{tools: {codeMode: {enabled: 1}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean, got number 1`},
 	}
 	for _, tt := range tests {
@@ -459,11 +459,11 @@ func TestMCPServers(t *testing.T) { // M1: stdio and streamable HTTP servers
 	}`)
 	want := map[string]MCPServer{
 		"github": {Command: "node", Args: []string{"server.js"}, Env: map[string]string{"TOKEN": "x"},
-			Cwd: "/tmp", Enabled: true, TimeoutMs: 60000},
+			Cwd: "/tmp", TimeoutMs: 60000},
 		"remote": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer x"},
-			Enabled: true, TimeoutMs: 60000},
-		"chrome-devtools": {Command: "npx", Enabled: false, TimeoutMs: 100},
-		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", Enabled: true, TimeoutMs: 600000},
+			TimeoutMs: 60000},
+		"chrome-devtools": {Command: "npx", Disabled: true, TimeoutMs: 100},
+		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", TimeoutMs: 600000},
 	}
 	if !reflect.DeepEqual(cfg.MCP.Servers, want) {
 		t.Errorf("servers = %+v\nwant %+v", cfg.MCP.Servers, want)
@@ -507,7 +507,7 @@ func TestMCPServers(t *testing.T) { // M1: stdio and streamable HTTP servers
 		{`{url: "http://h", enabled: "no"}`, `test.json5:1:48: mcp.servers.a.enabled: expected a boolean, got string "no"`},
 		{`{url: "http://h", type: "http"}`, `test.json5:1:39: mcp.servers.a.type: unknown key (the transport follows from command (stdio) or url (HTTP); remove type)`},
 		{`{url: "http://h", disabled: true}`, `test.json5:1:39: mcp.servers.a.disabled: unknown key (use enabled: false)`},
-		{`{url: "http://h", bogus: 1}`, `test.json5:1:39: mcp.servers.a.bogus: unknown key (expected one of: command, args, env, inheritEnv, cwd, url, headers, enabled, timeoutMs)`},
+		{`{url: "http://h", bogus: 1}`, `test.json5:1:39: mcp.servers.a.bogus: unknown key (expected one of: command, args, env, inheritEnv, cwd, url, headers, enabled, timeoutMs, trusted, sequential)`},
 		{`{comand: "x"}`, s + ": set command (a stdio server) or url (an HTTP server)\n" +
 			`test.json5:1:22: mcp.servers.a.comand: unknown key (did you mean "command"?)`},
 		{`"node server.js"`, s + `: expected an object, got string "node server.js"`},
@@ -546,7 +546,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {codeMode: {maxPendingToolCall: 5}}}`, `test.json5:1:21: tools.codeMode.maxPendingToolCall: unknown key (did you mean "maxPendingToolCalls"?)`},
 		{`{tools: {codeMode: {enabeld: true}}}`, `test.json5:1:21: tools.codeMode.enabeld: unknown key (did you mean "enabled"?)`},
 		{`{tools: {codeMode: {language: []}}}`, `test.json5:1:21: tools.codeMode.language: unknown key (did you mean "languages"?)`},
-		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
+		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings, preferredModels)`},
 		{`{tools: {codemode: true}}`, `test.json5:1:10: tools.codemode: unknown key (did you mean "codeMode"?)`},
 		{`{tools: {code_mode: true}}`, `test.json5:1:10: tools.code_mode: unknown key (did you mean "codeMode"?)`},
 		{`{tool: {}}`, `test.json5:1:2: tool: unknown key (did you mean "tools"?)`},
@@ -556,7 +556,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {webFetch: {allowPrivateNetwork: true}}}`, `test.json5:1:21: tools.webFetch.allowPrivateNetwork: unknown key (did you mean "allowPrivateNetworks"?)`},
 		{`{runtime: {compileCacheDirectory: ""}}`, `test.json5:1:12: runtime.compileCacheDirectory: unknown key (did you mean "compileCacheDir"?)`},
 		// A known key inside an unknown one is not looked at.
-		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
+		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings, preferredModels)`},
 	}
 	for _, tt := range tests {
 		if got := parseErr(t, tt.src); got != tt.want {

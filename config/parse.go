@@ -452,21 +452,26 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 // codeModeKeys is in the contract's table order (docs/semantics.md, C2), which is also the order "expected one of" lists.
 var codeModeKeys = []string{"enabled", "runtime", "mode", "languages", "timeoutMs",
 	"memoryLimitBytes", "maxOutputBytes", "maxSnapshotBytes", "maxPendingToolCalls",
-	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings"}
+	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings", "preferredModels"}
 
 func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 	if b, ok := v.(bool); ok {
 		c.Enabled = b // C1: true is {enabled: true}; false is disabled
 		return
 	}
+	if s, ok := v.(string); ok && s == "auto" {
+		c.Enabled, c.Auto = true, true // like {enabled: "auto"}
+		return
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.errorf(p, "expected a boolean or an object, got %s", describe(v))
+		d.errorf(p, `expected a boolean, "auto" or an object, got %s`, describe(v))
 		return
 	}
 	d.unknownKeys(p, m, codeModeKeys)
-	// C1: only an explicit `enabled: true` enables; every other field leaves it off.
-	d.setBool(p, m, "enabled", &c.Enabled)
+	// C1: only an explicit `enabled: true` (or "auto") enables; every other field leaves it off.
+	d.codeModeEnabled(p, m, c)
+	d.preferredModels(p, m, c)
 	d.enum(p, m, "runtime", RuntimeQuickJSWASI, &c.Runtime)
 	d.enum(p, m, "mode", ModeOnly, &c.Mode)
 	if v, ok := m["languages"]; ok {
@@ -575,11 +580,13 @@ func (d *decoder) mcp(p path, v any, mc *MCP) {
 }
 
 func (d *decoder) server(p path, v any) MCPServer {
-	s := MCPServer{Enabled: true, TimeoutMs: defaultMCPServerTimeoutMs}
-	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs")
+	s := MCPServer{TimeoutMs: defaultMCPServerTimeoutMs}
+	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs", "trusted", "sequential")
 	if !ok {
 		return s
 	}
+	d.setBool(p, m, "trusted", &s.Trusted)
+	d.sequentialTools(p, m, &s)
 	d.setString(p, m, "command", &s.Command)
 	d.setStrings(p, m, "args", &s.Args)
 	d.setStrings(p, m, "inheritEnv", &s.InheritEnv)
@@ -590,7 +597,9 @@ func (d *decoder) server(p path, v any) MCPServer {
 	}
 	d.setString(p, m, "cwd", &s.Cwd)
 	d.setString(p, m, "url", &s.URL)
-	d.setBool(p, m, "enabled", &s.Enabled)
+	enabled := true
+	d.setBool(p, m, "enabled", &enabled)
+	s.Disabled = !enabled
 	setInt(d, p, m, "timeoutMs", 100, 600000, &s.TimeoutMs)
 	if v, ok := m["env"]; ok {
 		if env, ok := d.stringMap(p.key("env"), v); ok {

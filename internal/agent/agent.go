@@ -145,6 +145,9 @@ func run(ctx context.Context, s *codemode.Surface, opts Options, res *Result, h 
 	return res, fmt.Errorf("%w (%d)", ErrMaxTurns, maxTurns)
 }
 
+// maxBusyRetries bounds the retries of a busy wait (each at most 5 s apart).
+const maxBusyRetries = 24
+
 // handle executes one tool call and turns the outcome into the tool result the model reads.
 func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, opts *Options) provider.ToolResult {
 	p := opts.Progress
@@ -162,6 +165,16 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, op
 	}
 	start := time.Now()
 	r := s.Handle(ctx, call.ID, call.Name, call.Arguments)
+	// A busy run (another wait holds it, or a stopped replica's hold has not run out yet) is not
+	// the model's to handle: wait the retryAfterMs it names and call again (docs/semantics.md §4).
+	for i := 1; r.Exec != nil && r.Exec.Code == api.CodeBusy && i <= maxBusyRetries && ctx.Err() == nil; i++ {
+		d := min(max(time.Duration(r.Exec.RetryAfterMs)*time.Millisecond, 10*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+			r = s.Handle(ctx, fmt.Sprintf("%s#busy-%d", call.ID, i), call.Name, call.Arguments)
+		}
+	}
 	// A run waiting for a person's decision is continued by the runtime, not the model: the
 	// person is being asked (the Approver), and the model has nothing to add meanwhile. Each
 	// continuation is a wait of its own in the trajectory.

@@ -12,7 +12,7 @@ import (
 func TestSearchHits(t *testing.T) {
 	wx := &api.ServerInfo{Name: "weather-srv", Description: "Meteorology: forecasts, storms and climate"}
 	tools := []*api.Tool{
-		{Name: "read", Description: "Read a file"},
+		{Name: "read", Owner: api.CoreOwner, Description: "Read a file"},
 		{Name: "log", Owner: "git", Description: "Show the commit log"},
 		{Name: "get_data", Source: api.SourceMCP, Owner: "wx", Description: "Get data for a place", Server: wx},
 		{Name: "get_data", Source: api.SourceMCP, Owner: "stocks", Description: "Get data for a ticker"},

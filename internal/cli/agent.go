@@ -14,8 +14,8 @@ import (
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/agent"
-	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
@@ -116,6 +116,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintln(stderr, "codemode agent:", err)
 			return exitUsage
 		}
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		defer func() {
 			if err := w.Close(); err != nil {
 				fmt.Fprintln(stderr, "codemode agent: transcript:", err)
@@ -147,13 +148,13 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
 			Stream: *stream, Logger: log, Debug: debug, Timeout: *timeout, MaxRetries: retriesOption(*maxRetries)}}
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: traj, Approver: approver, Agents: children})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: log, Trajectory: traj, Approver: approver, Agents: children})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed
 	}
 	defer g.Close()
-	if err := g.RT.Err(); err != nil {
+	if err := g.Runtime().Err(); err != nil {
 		// Fail closed: never fall back to showing the model every tool.
 		fmt.Fprintln(stderr, "codemode agent: code mode runtime unavailable:", err)
 		return exitFailed
@@ -161,7 +162,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rc := agentRun(*model, *prov)
 	s := g.Surface(rc, ctools)
 	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
-	defer g.RT.EndSession(rc.SessionKey)
+	defer g.Runtime().EndSession(rc.SessionKey)
 	client, err := provider.New(provider.Options{
 		Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
 		Stream: *stream, Logger: log, Debug: debug, CheckPayload: s.CheckPayload,
@@ -179,7 +180,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	res, err := agent.Run(ctx, s, opts, prompt)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			n := g.RT.EndSession(rc.SessionKey)
+			n := g.Runtime().EndSession(rc.SessionKey)
 			fmt.Fprintf(stderr, "codemode agent: interrupted; the run was cancelled with its suspended work (%d suspended code-mode run%s dropped)\n", n, plural(n))
 			return exitInterrupted
 		}

@@ -140,6 +140,17 @@ func loadConfig(path string) (*config.Config, error) {
 	return config.Load(path)
 }
 
+// withoutAuditLog is cfg for the commands that are not the gateway serving: serve.trajectory is
+// the server's audit log, written by `codemode serve` only.
+func withoutAuditLog(cfg *config.Config) *config.Config {
+	if cfg.Serve.Trajectory == "" {
+		return cfg
+	}
+	c := *cfg
+	c.Serve.Trajectory = ""
+	return &c
+}
+
 func configError(stderr io.Writer, err error) int {
 	var list config.ErrorList
 	if errors.As(err, &list) {

@@ -8,10 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/gateway"
 )
 
 // runExec implements `codemode exec`: one cell, every exec/wait result as a JSON line. Exit 0
@@ -72,7 +73,7 @@ TypeScript. Exit status: 0 completed, 1 failed, 2 usage or configuration error.`
 		fmt.Fprintln(stderr, "codemode exec: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
 		return exitUsage
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: stderrLogger(stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode exec:", err)
 		return exitFailed
@@ -100,7 +101,7 @@ func printResults(ctx context.Context, cmd string, s *codemode.Surface, res api.
 		if res.Status != api.StatusWaiting || noWait {
 			break
 		}
-		res = s.Wait(ctx, fmt.Sprintf("wait_%d", i), codemode.WaitInput{RunID: res.RunID})
+		res = waitRetryingBusy(ctx, s, fmt.Sprintf("wait_%d", i), res.RunID, stderr)
 	}
 	switch res.Status {
 	case api.StatusCompleted, api.StatusWaiting:
@@ -137,13 +138,40 @@ prints each result as one JSON line until the run ends, like exec. Exit status: 
 		fmt.Fprintln(stderr, "codemode wait: code mode is disabled in this configuration (tools.codeMode.enabled is not true)")
 		return exitUsage
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: stderrLogger(stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode wait:", err)
 		return exitFailed
 	}
 	defer g.Close()
 	s := g.Surface(cliRun, nil)
-	res := s.Wait(ctx, "wait_1", codemode.WaitInput{RunID: pos[0]})
+	res := waitRetryingBusy(ctx, s, "wait_1", pos[0], stderr)
 	return printResults(ctx, "wait", s, res, false, stdout, stderr)
+}
+
+// maxBusyWait bounds how long waitRetryingBusy keeps retrying a busy run: a stopped replica's
+// hold runs out within runStore.redis.takeoverMs (5 s by default), a live wait's within timeoutMs.
+const maxBusyWait = 2 * time.Minute
+
+// waitRetryingBusy is a wait that retries, after the retryAfterMs it is given, while the run is
+// busy (another wait holds it: a concurrent one, or one on a replica that stopped whose hold has
+// not run out yet): busy is not a failure of the run (docs/semantics.md §4).
+func waitRetryingBusy(ctx context.Context, s *codemode.Surface, callID, runID string, stderr io.Writer) api.ExecResult {
+	deadline := time.Now().Add(maxBusyWait)
+	for i := 1; ; i++ {
+		res := s.Wait(ctx, callID, codemode.WaitInput{RunID: runID})
+		if res.Code != api.CodeBusy || time.Now().After(deadline) {
+			return res
+		}
+		d := min(max(time.Duration(res.RetryAfterMs)*time.Millisecond, 10*time.Millisecond), 5*time.Second)
+		if i == 1 {
+			fmt.Fprintf(stderr, "codemode wait: run %s is busy (another wait holds it); retrying in %v\n", runID, d.Round(time.Millisecond))
+		}
+		select {
+		case <-ctx.Done():
+			return res
+		case <-time.After(d):
+		}
+		callID = fmt.Sprintf("%s#busy-%d", callID, i)
+	}
 }

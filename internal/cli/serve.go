@@ -67,6 +67,7 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 			return exitUsage
 		}
 		defer w.Close()
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		sinks = append(sinks, w)
 	}
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})
@@ -104,8 +105,9 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
+	calls := &inFlight{}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(ctx, lst.opts),
+		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -118,16 +120,17 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if !lst.opts.Loopback {
 		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
 	}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
+		drain(srv, hs, calls, g, cfg, log)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
+	<-drained
 	return exitOK
 }
 

@@ -7,7 +7,7 @@ import (
 	"io"
 
 	"github.com/codemode-go/codemode/api"
-	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/gateway"
 )
 
 // runTools prints the model-facing tool list exactly as a model would receive it: an array of
@@ -29,7 +29,7 @@ tool set go to stderr.`, stdout, stderr)
 	if err != nil {
 		return configError(stderr, err)
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: stderrLogger(stderr)})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: stderrLogger(stderr)})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode tools:", err)
 		return exitFailed

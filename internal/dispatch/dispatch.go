@@ -19,6 +19,7 @@ import (
 	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/swarm"
 )
@@ -62,7 +63,15 @@ type Dispatcher struct {
 	// CheckTool refuses a call before it runs, e.g. to a removed plugin's tool (nil: none).
 	CheckTool func(*api.Tool) error
 	// Swarm runs the child agents of the run's agents.run calls (nil: swarm is off here).
-	Swarm     *swarm.Group
+	Swarm *swarm.Group
+	// ResultsRunID, when set, is the run whose saved values this run shares (a child agent's:
+	// its swarm's root run).
+	ResultsRunID string
+	// Results keeps what the run's cells save (results.*) and the final values too large for
+	// their result (nil: results.* fail and such values are truncated).
+	Results results.Store
+	// Title is the exec's title: progress messages of its calls start with it.
+	Title     string
 	approvals approvals
 	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
 	// outlive requests, so their updates go to whichever call is running when they arrive.
@@ -340,6 +349,10 @@ func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
 	}
 	// The schema is checked here once compiled; a tool's first call compiles it on its own
 	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
+	if e.Tool.Sequential {
+		// issue 22 item 8: a run's calls to the sequential tools of one owner never overlap.
+		c.Sequential = string(e.Tool.Source) + ":" + e.Tool.Owner
+	}
 	s, ready := e.CompiledInputSchema()
 	if err := d.refusal(e, input, s); err != nil {
 		d.Counters.Call.Add(1)
@@ -374,6 +387,7 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		e := p.e
 		res, err := d.runCall(ctx, c, p)
+		markUntrusted(c, e) // the result, or the error the tool made of it
 		if err != nil {
 			return nil, err
 		}
@@ -387,13 +401,21 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		return json.Marshal(resultJSON(res))
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
-		return d.resources(ctx, op, payload)
+		res, err := d.resources(ctx, op, payload)
+		if server := d.untrustedServer(payload); server != "" {
+			c.Untrusted("mcp:" + server)
+		}
+		return res, err
+	case "results.save", "results.load", "results.delete":
+		return d.resultsOp(ctx, c)
 	case swarm.OpRun:
 		if d.Swarm == nil {
 			return nil, notAvailable()
 		}
 		t, _ := c.Prechecked.(*swarm.Ticket) // nil: started again here after its owner died
-		return d.Swarm.Run(ctx, c.ID, t, payload)
+		v, untrusted, err := d.Swarm.Run(ctx, c.ID, t, payload)
+		c.Untrusted(untrusted...) // what the child read, its answer may repeat
+		return v, err
 	}
 	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
 }
@@ -413,6 +435,29 @@ func (d *Dispatcher) admitAgent(c *sandbox.Call) (any, error) {
 
 func notAvailable() error {
 	return &api.ToolError{Name: "Error", Code: "unavailable", Message: swarm.ErrNotAvailable.Error()}
+}
+
+// untrustedServer names the MCP server of a resources or prompts request when its content is
+// untrusted: any of its tools is (the MCP layer marks a server's tools alike), or it has none
+// to say otherwise.
+func (d *Dispatcher) untrustedServer(payload []byte) string {
+	var p struct {
+		Server string `json:"server"`
+	}
+	if json.Unmarshal(payload, &p) != nil || !d.Catalog.HasServer(p.Server) {
+		return ""
+	}
+	for _, srv := range d.Catalog.Servers() {
+		if srv.Name != p.Server {
+			continue
+		}
+		for _, e := range srv.Entries {
+			if !e.Tool.Untrusted {
+				return ""
+			}
+		}
+	}
+	return p.Server
 }
 
 func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) ([]byte, error) {
@@ -610,7 +655,11 @@ func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
 			if b.Type != "text" {
 				msg = "[" + b.Type + "]"
 			}
-			(*s)(float64(d.updates.Add(1)), 0, toolID+": "+msg)
+			msg = toolID + ": " + msg
+			if d.Title != "" {
+				msg = d.Title + " — " + msg
+			}
+			(*s)(float64(d.updates.Add(1)), 0, msg)
 		}
 	}
 }
@@ -688,7 +737,7 @@ func (d *Dispatcher) ReplaySafe(op string, payload []byte) bool {
 		// Not replayed from the start: the child continues from its last checkpoint, and a
 		// child that never checkpointed has run no tool yet.
 		return d.Swarm != nil
-	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
+	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get", "results.load":
 		return true
 	case "callValue", "call", "mcp.call":
 		e, _, err := d.target(op, payload)

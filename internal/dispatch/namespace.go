@@ -110,6 +110,10 @@ func (d *Dispatcher) apiList(prefix string) ([]catalog.APIFile, error) {
 		files = append(files, catalog.APIFile{Path: p, Bytes: len(d.namespaceDTS(sc)),
 			Description: fmt.Sprintf("namespace %s of plugin %s: %d functions, called as %s.<name>(…)", sc.GlobalName, sc.PluginID, len(sc.Calls), sc.GlobalName)})
 	}
+	if prefix == "" || prefix == ResultsPath {
+		files = append(files, catalog.APIFile{Path: ResultsPath, Bytes: len(ResultsDTS),
+			Description: "results.save/load/delete: values kept between the cells of this run"})
+	}
 	if d.Swarm != nil && (prefix == "" || prefix == swarm.FilePath) {
 		files = append(files, catalog.APIFile{Path: swarm.FilePath, Bytes: len(d.Swarm.DTS()), Description: swarm.FileDescription})
 	}
@@ -118,6 +122,9 @@ func (d *Dispatcher) apiList(prefix string) ([]catalog.APIFile, error) {
 
 // apiRead serves a namespace file, or the catalog's files.
 func (d *Dispatcher) apiRead(path string) (string, error) {
+	if path == ResultsPath {
+		return ResultsDTS, nil
+	}
 	if sc, ok := d.namespaceFiles()[path]; ok {
 		return d.namespaceDTS(sc), nil
 	}

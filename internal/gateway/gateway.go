@@ -271,6 +271,9 @@ func (g *Gateway) Close() error {
 // SharedRunStore reports whether suspended runs live in a store other processes share.
 func (g *Gateway) SharedRunStore() bool { return g.store != nil }
 
+// RunStore is the shared run store, or nil (runs in the process).
+func (g *Gateway) RunStore() codemode.RunStore { return g.store }
+
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {
 	return builtin.Tools(cfg)

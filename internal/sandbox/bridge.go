@@ -17,43 +17,12 @@ import (
 // maxBridgePayload bounds one guest request (a tool input, a search query…).
 const maxBridgePayload = 4 << 20
 
+// MaxSavedValueBytes bounds one value a cell hands to results.save (its JSON text).
+const MaxSavedValueBytes = 8 << 20
+
 // MaxUndeliveredBytes bounds the results a run holds for its VM: calls keep running (and
 // finishing) while a run is suspended, and their results wait here for the next wait.
 const MaxUndeliveredBytes = 64 << 20
-
-// hostOut implements text()/json()/console.*: out(kind, text).
-func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
-	if len(args) < 2 {
-		return quickjs.Undefined, nil
-	}
-	kind, err := vm.ToString(args[0], 16)
-	if err != nil {
-		return quickjs.Undefined, err
-	}
-	budget := r.maxOut - r.outBytes
-	text, err := vm.ToString(args[1], max(budget, 0))
-	if err != nil {
-		var tl *quickjs.TooLongError
-		if errors.As(err, &tl) {
-			return quickjs.Undefined, r.outputExceeded(tl.Len)
-		}
-		return quickjs.Undefined, err
-	}
-	r.outBytes += len(text)
-	switch kind {
-	case "json":
-		r.output = append(r.output, api.Output{Type: "json", Value: json.RawMessage(text)})
-	default:
-		r.output = append(r.output, api.Output{Type: "text", Text: text})
-	}
-	return quickjs.Undefined, nil
-}
-
-func (r *Run) outputExceeded(n int) error {
-	r.abortCode = api.CodeOutputLimit
-	r.abortMsg = fmt.Sprintf("output limit exceeded: an output entry of %d bytes does not fit in maxOutputBytes (%d; %d used)", n, r.maxOut, r.outBytes)
-	return &api.ToolError{Name: "RangeError", Message: r.abortMsg, Code: string(api.CodeOutputLimit)}
-}
 
 // hostSync implements synchronous requests: sync(op, json) → json.
 func (r *Run) hostSync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
@@ -124,6 +93,7 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 				break
 			}
 			c.host.Prechecked = pre
+			c.seq = c.host.Sequential
 		}
 		if r.slotFree(op) {
 			// Its own limits bound it (the swarm's children): it never waits for, nor takes, one
@@ -135,7 +105,7 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 			}
 			r.mu.Unlock()
 			if !closed {
-				r.launch(c, true)
+				r.startCall(c, true)
 			}
 			break
 		}
@@ -153,27 +123,48 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 	if err != nil {
 		return "", nil, err
 	}
-	payload, err := vm.ToString(args[1], maxBridgePayload)
+	limit := maxBridgePayload
+	if op == "results.save" {
+		limit = MaxSavedValueBytes
+	}
+	payload, err := vm.ToString(args[1], limit)
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
-			return "", nil, &api.ToolError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, maxBridgePayload)}
+			if op == "results.save" {
+				return "", nil, &api.ToolError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("results.save: the value is %d bytes of JSON (limit %d)", tl.Len, limit)}
+			}
+			return "", nil, &api.ToolError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, limit)}
 		}
 		return "", nil, err
 	}
 	return op, []byte(payload), nil
 }
 
-// startQueued starts queued calls while concurrency slots are free (E3). A slot-free call (see
-// SlotFree) at the head of the queue starts whatever the slots.
+// startQueued starts queued calls while concurrency slots are free (E3), in call order. A call
+// of a sequential group waits while another call of its group is started and not yet delivered,
+// and so do the later calls of its group (they keep their order); other calls pass it. A
+// slot-free call (see SlotFree) starts whatever the slots.
 func (r *Run) startQueued() {
-	for len(r.queue) > 0 {
-		c := r.queue[0]
+	var held []*call
+	var waiting map[string]bool
+	i := 0
+	for i < len(r.queue) {
+		c := r.queue[i]
+		if c.seq != "" && (r.seqBusy[c.seq] || waiting[c.seq]) {
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[c.seq] = true
+			held = append(held, c)
+			i++
+			continue
+		}
 		free := r.slotFree(c.op)
 		r.mu.Lock()
 		if r.closed || !free && r.running+r.remote >= r.maxPending {
 			r.mu.Unlock()
-			return
+			break
 		}
 		if free {
 			r.free++
@@ -181,9 +172,17 @@ func (r *Run) startQueued() {
 			r.running++
 		}
 		r.mu.Unlock()
-		r.queue = r.queue[1:]
-		r.launch(c, free)
+		i++
+		if c.seq != "" {
+			r.seqBusy[c.seq] = true
+		}
+		r.startCall(c, free)
 	}
+	if held == nil {
+		r.queue = r.queue[i:]
+		return
+	}
+	r.queue = append(held, r.queue[i:]...)
 }
 
 // slotFree reports whether the host runs op without a concurrency slot.
@@ -192,9 +191,9 @@ func (r *Run) slotFree(op string) bool {
 	return ok && sf.SlotFree(op)
 }
 
-// launch runs a call on its own goroutine; the caller counted it in r.running (or r.free, for a
-// slot-free call).
-func (r *Run) launch(c *call, free bool) {
+// startCall runs a call on its own goroutine; the caller counted it in r.running (or r.free, for
+// a slot-free call).
+func (r *Run) startCall(c *call, free bool) {
 	cctx, cancel := context.WithCancel(r.ctx)
 	c.cancel = cancel
 	c.started = time.Now()
@@ -218,12 +217,12 @@ func (r *Run) launch(c *call, free bool) {
 		}
 		if hc.withdrawn {
 			// Export is withdrawing the call: it decides whether this completion counts.
-			hc.held = &completion{id: hc.n, result: res, err: err}
+			hc.held = &completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted}
 			r.mu.Unlock()
 			return
 		}
 		r.mu.Unlock()
-		r.push(completion{id: hc.n, result: res, err: err})
+		r.push(completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted})
 	}()
 }
 
@@ -303,6 +302,10 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 			c.owner = ""
 			r.remote--
 		}
+		if c.seq != "" {
+			delete(r.seqBusy, c.seq)
+		}
+		r.taint(done.untrusted)
 		if c.op != "sleep" && c.op != "yield" {
 			r.delivered = append(r.delivered, r.callID(c.id))
 		}
@@ -375,7 +378,16 @@ var cellFrame = regexp.MustCompile(`cell\.js:(\d+):(\d+)`)
 // thrown is a thrown value described as plain data by the prelude.
 type thrown struct {
 	Name, Message, Stack, Code string
-	line, col                  int // first frame in the evaluated program, 0 when none
+	// Missing is the cell's last read of a name tools, MCP or MCP.<server> do not have.
+	Missing   *missingRead
+	line, col int // first frame in the evaluated program, 0 when none
+}
+
+type missingRead struct {
+	Kind   string `json:"kind"`
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	Stack  string `json:"stack,omitempty"`
 }
 
 // describeThrown asks the prelude to describe a thrown value; ok is false when that failed.
@@ -405,6 +417,9 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 	if !ok {
 		return "Uncaught exception"
 	}
+	if msg, code, ok := r.explainMissing(d); ok {
+		d.Message, d.Code = msg, code
+	}
 	var b strings.Builder
 	switch {
 	case d.Name == "Uncaught":
@@ -423,6 +438,37 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 		}
 	}
 	return b.String()
+}
+
+// explainMissing turns the engine's TypeError for calling or dereferencing a name that tools,
+// MCP or MCP.<server> do not have ("not a function", "cannot read property 'x' of undefined")
+// into the catalog's explanation with the nearest names: the cell read that name as undefined on
+// the line that failed (issue 22 item 4: feature detection reads undefined; a call still says
+// what exists).
+func (r *Run) explainMissing(d thrown) (msg, code string, ok bool) {
+	m := d.Missing
+	if d.Name != "TypeError" || m == nil || m.Name == "" {
+		return "", "", false
+	}
+	if d.Message != "not a function" && !(strings.HasPrefix(d.Message, "cannot read property ") && strings.HasSuffix(d.Message, " of undefined")) {
+		return "", "", false
+	}
+	if mm := cellFrame.FindStringSubmatch(m.Stack); mm != nil {
+		if line, _ := strconv.Atoi(mm[1]); line != d.line {
+			return "", "", false // the missing read was elsewhere: not this failure
+		}
+	}
+	p, _ := json.Marshal(struct {
+		Kind   string `json:"kind"`
+		Server string `json:"server"`
+		Name   string `json:"name"`
+	}{m.Kind, m.Server, m.Name})
+	_, err := r.host.Sync("unknown", p)
+	var te *api.ToolError
+	if !errors.As(err, &te) || te.Message == "" {
+		return "", "", false
+	}
+	return te.Message, te.Code, true
 }
 
 // describeSyntax formats the syntax error of a cell that did not compile. An error in the

@@ -43,9 +43,10 @@ type Server struct {
 	wire    map[string]json.RawMessage // upstream definitions of the registered tools, by name
 	calls   atomic.Int64
 
-	sess    *sessions
-	metrics *metrics
-	debug   debugFlags
+	sess     *sessions
+	metrics  *metrics
+	debug    debugFlags
+	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
 }
 
 // Version is reported to clients in serverInfo.
@@ -75,6 +76,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
 		upstreams:      g.MCPStatus, admission: o.Admission,
+		store: storeSources(g),
 	})
 	var sdkLog *slog.Logger
 	if s.debug.transport {
@@ -282,14 +284,19 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 }
 
 // execResult renders the CodeModeResult as MCP: the JSON in a text block (what most clients show
-// the model) and as structured content.
+// the model), inside the untrusted-content marking when untrusted sources reached the cell
+// (issue 22 item 6), and as structured content.
 func execResult(res api.ExecResult) *mcp.CallToolResult {
 	b, err := json.Marshal(res)
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"status": "failed", "error": "cannot encode result: " + err.Error(), "code": api.CodeInternal})
 	}
+	text := string(b)
+	if err == nil {
+		text = codemode.CallResult{Exec: &res}.Text()
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(b),
 		IsError:           res.Status == api.StatusFailed,
 	}

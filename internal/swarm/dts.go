@@ -21,6 +21,8 @@ func (rt *Runtime) DTS(depth int) string {
 // call order; at most %d are running or waiting at a time and %d in the run's whole life. A child
 // has %d seconds and %d model turns. %s
 // A child that outlives the exec makes its result "waiting": call wait with the runId to continue.
+// Children share this run's results store: pass large inputs as results.save ids in the prompt
+// ("load results id r_… and …"), and a child can answer with the id of a value it saved.
 
 interface AgentRunOptions {
   /** A short name for the child in progress, errors and the trajectory. */

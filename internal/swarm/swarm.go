@@ -130,6 +130,9 @@ type Outcome struct {
 	Error string `json:"error,omitempty"`
 	// Turns is the number of model calls it made, when known.
 	Turns int `json:"turns,omitempty"`
+	// Untrusted are the sources of untrusted content the child received (MCP servers, web
+	// fetches…): its answer may repeat them, so the parent's cell is marked as having seen them.
+	Untrusted []string `json:"untrusted,omitempty"`
 }
 
 // Child is one child agent handed to Spawn.
@@ -282,12 +285,12 @@ func (g *Group) admit() error {
 
 // Run runs an admitted child (t from Admit; nil when the call starts again on another replica,
 // which continues the child from its checkpoint) and returns what the cell's promise resolves
-// to, or the error it rejects with.
-func (g *Group) Run(ctx context.Context, callID string, t *Ticket, payload []byte) ([]byte, error) {
+// to, or the error it rejects with, and the untrusted sources the child saw.
+func (g *Group) Run(ctx context.Context, callID string, t *Ticket, payload []byte) ([]byte, []string, error) {
 	if t == nil {
 		req, err := ParseRequest(payload, g.rt.lim)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		g.mu.Lock()
 		g.live++ // already counted in total where it started
@@ -300,7 +303,8 @@ func (g *Group) Run(ctx context.Context, callID string, t *Ticket, payload []byt
 	out := g.run(ctx, t)
 	g.record(callID, t.req, out, start)
 	g.rt.count(out.Status)
-	return result(g.childRunID(callID), t.req.Label, out)
+	v, err := result(g.childRunID(callID), t.req.Label, out)
+	return v, out.Untrusted, err
 }
 
 func (g *Group) run(ctx context.Context, t *Ticket) Outcome {

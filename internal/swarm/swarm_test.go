@@ -134,7 +134,8 @@ func admitRun(t *testing.T, g *Group, n int, opts map[string]any) ([]byte, error
 	if err != nil {
 		return nil, err
 	}
-	return g.Run(context.Background(), id, tk, nil)
+	v, _, err := g.Run(context.Background(), id, tk, nil)
+	return v, err
 }
 
 // TestGroupLimits: depth, live and lifetime limits refuse launches with errors naming the
@@ -162,7 +163,7 @@ func TestGroupLimits(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := g.Run(context.Background(), fmt.Sprintf("e/%d", i+1), tk, nil); err != nil {
+			if _, _, err := g.Run(context.Background(), fmt.Sprintf("e/%d", i+1), tk, nil); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -237,7 +238,7 @@ func TestGroupFIFO(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, results[i] = g.Run(ctx, fmt.Sprintf("e/%d", i), tickets[i], nil)
+			_, _, results[i] = g.Run(ctx, fmt.Sprintf("e/%d", i), tickets[i], nil)
 		}()
 		time.Sleep(time.Millisecond) // not for correctness: make the reverse arrival likely
 	}
@@ -245,8 +246,16 @@ func TestGroupFIFO(t *testing.T) {
 		t.Fatal("the first two did not start")
 	}
 	cancel()
+	// One at a time: a slot that frees goes to the earliest waiting child (two slots freed at
+	// once go in call order too, but which of the two goroutines runs first is the scheduler's).
 	for i := 0; i < n-1; i++ {
+		mu.Lock()
+		before := len(order)
+		mu.Unlock()
 		release <- struct{}{}
+		if before < n-1 && !waitUntil(func() bool { mu.Lock(); defer mu.Unlock(); return len(order) > before }) {
+			t.Fatalf("after release %d no child started", i)
+		}
 	}
 	wg.Wait()
 	if strings.Join(order, ",") != "c0,c1,c2,c4,c5" || most.Load() != 2 {
@@ -389,7 +398,7 @@ func TestCheckpoints(t *testing.T) {
 	var mu sync.Mutex
 	written := map[string]string{}
 	done := make(chan error)
-	go func() { _, err := g.Run(context.Background(), "e/1", nil, payload("x", nil)); done <- err }()
+	go func() { _, _, err := g.Run(context.Background(), "e/1", nil, payload("x", nil)); done <- err }()
 	<-step
 	g.SetCheckpointSink(func(key string, data []byte) {
 		mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -163,7 +164,11 @@ func (t *tree) renderRun(pad string, g *runGroup, depth int) {
 	sort.SliceStable(top, func(i, j int) bool { return top[i].Time.Before(top[j].Time) })
 	shown := map[string]bool{}
 	for _, ev := range top {
-		t.line(pad, "%s %s  %s%s%s", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
+		title := ""
+		if ev.Title != "" {
+			title = " " + strconv.Quote(oneLine(ev.Title, 200))
+		}
+		t.line(pad, "%s %s%s  %s%s%s", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), title, oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 		t.detail(pad+"    ", ev)
 		for _, a := range about[ev.CallID] {
 			t.line(pad, "    %s", aboutLine(a))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
@@ -20,6 +21,9 @@ type Writer struct {
 	closer io.Closer
 	err    error
 	n      int64
+	// secrets and mask are the registered secrets (AddSecrets).
+	secrets []string
+	mask    *strings.Replacer
 }
 
 var _ api.Trajectory = (*Writer)(nil)
@@ -56,6 +60,9 @@ func (w *Writer) Record(ev api.TrajectoryEvent) {
 	b := buf.Bytes()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.mask != nil {
+		b = maskLine(b, w.mask, w.secrets)
+	}
 	if err != nil {
 		w.err = err
 		return
