@@ -206,7 +206,11 @@ func (rt *Runtime) activate(rc api.RunContext, tools []*api.Tool, child *childIn
 	if !rt.cm.PrefersModel(rc.Model) || pol.NoTools() {
 		// A4, A7: exposure unchanged (and no tools at all for a no-tool run); with activation
 		// "auto", also for a model that does not prefer code mode (issue 22 item 9).
-		for _, t := range eff {
+		list := eff
+		if child != nil && child.submit != nil && !pol.NoTools() {
+			list = append([]*api.Tool{child.submit.tool()}, eff...) // see below
+		}
+		for _, t := range list {
 			if _, dup := s.byName[t.Name]; dup {
 				s.warn(fmt.Sprintf("two tools are named %q; the model sees only %s", t.Name, s.byName[t.Name].ID()))
 				continue

@@ -871,3 +871,31 @@ func TestSwarmSharesResults(t *testing.T) {
 		t.Fatalf("%s", res.Value)
 	}
 }
+
+// TestSwarmChildWithoutCodeMode: with activation "auto", a child whose model does not prefer
+// code mode gets the parent's tools directly — and structured_output when asked for a schema.
+func TestSwarmChildWithoutCodeMode(t *testing.T) {
+	rig := newRig(t, scripted.OpenAI, func(prompt string, turn int, r *scripted.Request) scripted.Reply {
+		if got := strings.Join(r.ToolNames(), ","); got != "structured_output,lookup" {
+			t.Errorf("tools %s", got)
+		}
+		switch turn {
+		case 1:
+			return callTool("lookup", map[string]string{"q": "direct"})
+		case 2:
+			return callTool("structured_output", map[string]any{"value": lastResult(r)})
+		}
+		return say("done")
+	}, rigOptions{tools: []*api.Tool{lookupTool()}, cm: func(c *config.CodeMode) {
+		c.Enabled, c.Auto, c.PreferredModels = true, true, []string{"parent-*"}
+	}})
+	s := rig.rt.Activate(api.RunContext{AgentID: "a", SessionKey: "s", RunID: "r", Model: "parent-model"}, []*api.Tool{lookupTool()})
+	if !s.Active() {
+		t.Fatal("the parent's model prefers code mode")
+	}
+	res := s.Exec(context.Background(), "e1", codemode.ExecInput{Code: `return await agents.run("look", {model: "plain-model", schema: {type: "string"}})`})
+	mustCompleted(t, res)
+	if string(res.Value) != `"hit"` {
+		t.Fatalf("%s", res.Value)
+	}
+}
