@@ -537,6 +537,11 @@ func (rt *Runtime) Close() error {
 	if rt.durable != nil {
 		rt.durable.close() // the records stay in the store for the other processes
 	}
+	if rt.swarm != nil {
+		// The runs are gone and their children cancelled: give them a moment to record how
+		// they ended (and to leave the engine) before it closes.
+		rt.swarm.Idle(2 * time.Second)
+	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {
 		err = errors.Join(err, rt.mod.Close(context.Background()))

@@ -5,7 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/provider/scripted"
@@ -103,5 +105,69 @@ func TestSwarmThroughAgent(t *testing.T) {
 				t.Fatalf("trace:\n%s", tr)
 			}
 		})
+	}
+}
+
+// TestSwarmCtrlC: Ctrl-C while a suspended cell's children are talking to the model ends the
+// agent with 130 and cancels every child: each ends "cancelled" in the transcript (issue 25
+// item 4).
+func TestSwarmCtrlC(t *testing.T) {
+	needBinary(t)
+	dir := t.TempDir()
+	cfg := config(t, dir, workspace(t), func(c obj) {
+		codeMode(c)["timeoutMs"] = 300
+		tools(c)["swarm"] = true
+	})
+	var mu sync.Mutex
+	children := 0
+	asked := make(chan struct{})
+	srv := scripted.Start(t, scripted.Options{Repeat: func(r *scripted.Request) scripted.Reply {
+		if strings.HasPrefix(r.System, "You are a sub-agent") {
+			mu.Lock()
+			children++
+			mu.Unlock()
+			return scripted.Reply{Text: "never sent", Delay: 30 * time.Second} // cancelled with the agent
+		}
+		if len(r.Messages) == 1 {
+			return callTool("exec", obj{"code": `return await Promise.all([1, 2, 3].map((i) => agents.run("child " + i)))`})
+		}
+		close(asked)
+		return scripted.Reply{Text: "never sent", Delay: 30 * time.Second}
+	}})
+	transcript := filepath.Join(dir, "t.jsonl")
+	cmd := agentCmd{Config: cfg, Provider: scripted.OpenAI, Server: srv, Transcript: transcript}.command(t.Context())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-asked: // the exec returned waiting on its children; the model thinks
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("the agent never got to its second turn\nstderr:\n%s", stderr.String())
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	mu.Lock()
+	n := children
+	mu.Unlock()
+	if n != 3 {
+		t.Fatalf("%d children asked the model", n)
+	}
+	cancelled := 0
+	for _, ev := range readTranscript(t, transcript) {
+		if ev.Kind == api.EventAgent && ev.Status == "cancelled" {
+			cancelled++
+		}
+	}
+	if cancelled != 3 || !strings.Contains(stderr.String(), "1 suspended code-mode run dropped") {
+		t.Fatalf("%d children recorded cancelled\nstderr:\n%s", cancelled, stderr.String())
 	}
 }

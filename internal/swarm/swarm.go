@@ -82,11 +82,54 @@ type Runtime struct {
 	lim     Limits
 	running *semaphore.Weighted
 	counts  sync.Map // status → *atomic.Int64
+
+	mu     sync.Mutex
+	active int           // agents.run calls not yet returned
+	idle   chan struct{} // closed while active is 0
 }
 
 // New returns a Runtime for lim.
 func New(lim Limits) *Runtime {
 	return &Runtime{lim: lim, running: semaphore.NewWeighted(int64(max(1, lim.MaxRunning)))}
+}
+
+func (rt *Runtime) enter() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.active == 0 {
+		rt.idle = make(chan struct{})
+	}
+	rt.active++
+}
+
+func (rt *Runtime) leave() {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.active--
+	if rt.active == 0 {
+		close(rt.idle)
+	}
+}
+
+// Idle waits until no child is running or queued, or d passes, and reports whether none is: a
+// runtime closing after cancelling its runs gives the children that time to record how they
+// ended.
+func (rt *Runtime) Idle(d time.Duration) bool {
+	rt.mu.Lock()
+	idle := rt.idle
+	active := rt.active
+	rt.mu.Unlock()
+	if active == 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+		return true
+	case <-t.C:
+		return false
+	}
 }
 
 // Limits returns the limits in force.
@@ -287,6 +330,8 @@ func (g *Group) admit() error {
 // which continues the child from its checkpoint) and returns what the cell's promise resolves
 // to, or the error it rejects with, and the untrusted sources the child saw.
 func (g *Group) Run(ctx context.Context, callID string, t *Ticket, payload []byte) ([]byte, []string, error) {
+	g.rt.enter()
+	defer g.rt.leave()
 	if t == nil {
 		req, err := ParseRequest(payload, g.rt.lim)
 		if err != nil {
@@ -299,24 +344,29 @@ func (g *Group) Run(ctx context.Context, callID string, t *Ticket, payload []byt
 		g.queue = append(g.queue, t)
 		g.mu.Unlock()
 	}
+	var schema *contract.Schema
+	if len(t.req.Schema) > 0 {
+		// Compiled here, off the VM's goroutine (a hostile schema can take long to compile),
+		// before anything runs: an unusable one is a bad option, like the others.
+		s, err := contract.CompileResult("agents.run", t.req.Schema)
+		if err != nil {
+			g.end(t)
+			err = &api.ToolError{Name: "TypeError", Code: string(api.CodeInvalidInput), Message: "agents.run: options.schema " + err.Error()}
+			g.refused(callID, t.req, err)
+			return nil, nil, err
+		}
+		schema = s
+	}
 	start := time.Now()
-	out := g.run(ctx, t)
+	out := g.run(ctx, t, schema)
 	g.record(callID, t.req, out, start)
 	g.rt.count(out.Status)
 	v, err := result(g.childRunID(callID), t.req.Label, out)
 	return v, out.Untrusted, err
 }
 
-func (g *Group) run(ctx context.Context, t *Ticket) Outcome {
+func (g *Group) run(ctx context.Context, t *Ticket, schema *contract.Schema) Outcome {
 	defer g.end(t)
-	var schema *contract.Schema
-	if len(t.req.Schema) > 0 {
-		s, err := contract.CompileResult("agents.run", t.req.Schema)
-		if err != nil {
-			return Outcome{Status: StatusFailed, Error: "agents.run: options.schema " + err.Error()}
-		}
-		schema = s
-	}
 	g.mu.Lock()
 	t.waiting = true
 	g.grantLocked()

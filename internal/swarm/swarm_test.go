@@ -305,7 +305,7 @@ func TestResults(t *testing.T) {
 			<-ctx.Done()
 			return Outcome{Status: StatusFailed, Error: ctx.Err().Error()}
 		}, nil, "", "SwarmAgentError timeout agent r/e/1 timeout: the child ran longer than tools.swarm.childTimeoutSeconds (50ms)"},
-		{"bad schema", nil, map[string]any{"schema": map[string]any{"type": 12}}, "", "options.schema is not usable"},
+		{"bad schema", nil, map[string]any{"schema": map[string]any{"type": 12}}, "", "TypeError invalid_input agents.run: options.schema is not usable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g, rec := group(t, lim, 0, tc.spawn)
@@ -327,7 +327,11 @@ func TestResults(t *testing.T) {
 			if !strings.Contains(got, tc.err) {
 				t.Fatalf("%s\nwant %s", got, tc.err)
 			}
-			if evs := rec.kind(api.EventAgent); len(evs) != 1 || evs[0].Status != te.Code || evs[0].ParentCallID != "e" {
+			want := te.Code
+			if te.Name == "TypeError" {
+				want = StatusRefused
+			}
+			if evs := rec.kind(api.EventAgent); len(evs) != 1 || evs[0].Status != want || evs[0].ParentCallID != "e" {
 				t.Fatalf("%+v", evs)
 			}
 		})
@@ -435,4 +439,26 @@ func TestCheckpoints(t *testing.T) {
 	if h.total != testLimits().MaxTotal {
 		t.Fatalf("total %d", h.total)
 	}
+}
+
+// TestIdle: Idle reports when every child has returned, or gives up after its bound.
+func TestIdle(t *testing.T) {
+	release := make(chan struct{})
+	g, _ := group(t, testLimits(), 0, func(context.Context, *Child) Outcome {
+		<-release
+		return Outcome{Status: StatusCompleted}
+	})
+	if !g.rt.Idle(time.Millisecond) {
+		t.Fatal("not idle with no child")
+	}
+	done := make(chan struct{})
+	go func() { _, _ = admitRun(t, g, 1, nil); close(done) }()
+	if !waitUntil(func() bool { return !g.rt.Idle(time.Millisecond) }) {
+		t.Fatal("idle while a child runs")
+	}
+	close(release)
+	if !g.rt.Idle(5 * time.Second) {
+		t.Fatal("not idle after the child returned")
+	}
+	<-done
 }
