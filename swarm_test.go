@@ -84,7 +84,6 @@ type rigOptions struct {
 	cm      func(*config.CodeMode)
 	tools   []*api.Tool
 	runner  func(codemode.AgentRunner) codemode.AgentRunner
-	noStart bool
 }
 
 func newRig(t *testing.T, prov string, rt route, ro rigOptions) *swarmRig {
