@@ -79,11 +79,11 @@ func (rt route) turn(r *scripted.Request) scripted.Reply {
 }
 
 type rigOptions struct {
-	swarm   func(*config.Swarm)
-	opts    func(*codemode.Options)
-	cm      func(*config.CodeMode)
-	tools   []*api.Tool
-	runner  func(codemode.AgentRunner) codemode.AgentRunner
+	swarm  func(*config.Swarm)
+	opts   func(*codemode.Options)
+	cm     func(*config.CodeMode)
+	tools  []*api.Tool
+	runner func(codemode.AgentRunner) codemode.AgentRunner
 }
 
 func newRig(t *testing.T, prov string, rt route, ro rigOptions) *swarmRig {
