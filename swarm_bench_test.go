@@ -82,7 +82,7 @@ func BenchmarkSwarmChildOverhead(b *testing.B) {
 func BenchmarkSwarm100Children(b *testing.B) {
 	for _, prov := range wireFormats {
 		b.Run(prov, func(b *testing.B) {
-			srv := scripted.Start(b, scripted.Options{Repeat: func(r *scripted.Request) scripted.Reply {
+			srv := scripted.Start(b, scripted.Options{NoRecord: true, Repeat: func(r *scripted.Request) scripted.Reply {
 				return scripted.Reply{Text: "done " + r.Messages[0].Text}
 			}})
 			s := benchRuntime(b, &agent.Runner{Model: "m", Provider: provider.Options{Provider: prov, BaseURL: srv.BaseURL(prov), MaxRetries: -1}})
