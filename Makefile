@@ -37,12 +37,15 @@ serve: build
 	@exec $(BIN) serve
 
 # npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
-# redis-server (Debian's package, when root) for the shared run-store tests, and haproxy for the
-# fleet test (three replicas behind a real balancer).
+# redis-server, haproxy and nginx (Debian packages, when root) for the shared run-store tests, the
+# fleet test (three replicas behind a real balancer) and the affinity tests, and MCP Inspector
+# (npm, pinned, into .cache/inspector) for the one-shot client test.
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
 	scripts/install-haproxy.sh
+	scripts/install-inspector.sh
+	scripts/install-nginx.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

@@ -29,8 +29,8 @@ import (
 // limits and records everything; ctx ends when the child's parent run ends or its time is up.
 //
 // The built-in runner — the loop `codemode agent` runs, over an OpenAI-compatible or Anthropic
-// API, which `codemode agent` and `codemode serve` use — is agentloop.New: it lives in a package
-// of its own so that programs without children do not link the model SDKs.
+// API, which `codemode agent` and `codemode serve` use — is package agentloop: linked (by an
+// import, or through the gateway package) it is the default for a Swarm that names its model.
 type AgentRunner interface {
 	RunAgent(ctx context.Context, task *AgentTask) (answer string, err error)
 }
@@ -69,8 +69,13 @@ type AgentTask struct {
 // maxAnswerBytes bounds a child's final answer and its structured value.
 const maxAnswerBytes = 4 << 20
 
-// newSwarm is the runtime's swarm for Options.Swarm, or nil when it is off.
-func newSwarm(opts Options) (*swarm.Runtime, config.Swarm, error) {
+// ErrNoAgentLoop is New's error when Options.Swarm names a model for the children but the
+// program does not link the built-in runner and gives none in Options.Agents.
+var ErrNoAgentLoop = errors.New(`the children's model (Swarm.Model, tools.swarm.model) needs the built-in runner: import _ "github.com/codemode-go/codemode/agentloop" (the gateway package links it), or give Options.Agents`)
+
+// newSwarm is the runtime's swarm for Options.Swarm, or nil when it is off. It fills
+// opts.Agents with the built-in runner when the program links one.
+func newSwarm(opts *Options) (*swarm.Runtime, config.Swarm, error) {
 	if opts.Swarm == nil || !opts.Swarm.Enabled {
 		return nil, config.Swarm{}, nil
 	}
@@ -79,7 +84,17 @@ func newSwarm(opts Options) (*swarm.Runtime, config.Swarm, error) {
 		return nil, sw, err
 	}
 	if opts.Agents == nil {
-		return nil, sw, errors.New("Options.Swarm is enabled but Options.Agents is nil: give the runtime an AgentRunner that runs the children (agentloop.New builds the built-in one from a config.SwarmModel)")
+		switch {
+		case sw.Model == nil:
+			return nil, sw, errors.New("Options.Swarm is enabled but names no model for the children (Swarm.Model, tools.swarm.model) and Options.Agents is nil: give one or the other")
+		case swarm.BuiltinRunner == nil:
+			return nil, sw, ErrNoAgentLoop
+		}
+		r, err := swarm.BuiltinRunner(*sw.Model, opts.Logger)
+		if err != nil {
+			return nil, sw, fmt.Errorf("tools.swarm.model: %w", err)
+		}
+		opts.Agents = r.(AgentRunner)
 	}
 	var models []string
 	if sw.Model != nil {
@@ -139,15 +154,6 @@ func (s *Surface) depth() int {
 // swarmOn reports whether this surface's cells get agents.run, phase and log.
 func (s *Surface) swarmOn() bool {
 	return s.active && s.rt.swarm != nil && s.rt.swarm.CanSpawn(s.depth())
-}
-
-// gate is the pre-call path of the surface's calls: the runtime's, or for a child the same
-// hooks and rules with approvals refused.
-func (s *Surface) gate() *dispatch.Gate {
-	if s.child != nil {
-		return s.rt.childGate
-	}
-	return s.rt.gate
 }
 
 // rootRun is the run id of the cell at the root of the surface's swarm (its own for a surface
@@ -222,6 +228,11 @@ func (s *Surface) spawn(ctx context.Context, node *swarm.Child) swarm.Outcome {
 		crc.Model = node.Model
 	}
 	child := rt.activate(crc, s.childTools(), info)
+	// The parent's gate — its hooks and approval rules — with approvals refused: a child never
+	// asks a person.
+	cg := *s.gateOf()
+	cg.Approver = refuseApprovals
+	child.gate = &cg
 	defer child.endChild()
 	task := &AgentTask{Prompt: node.Prompt, System: childSystem(info.submit != nil), Model: node.Model,
 		Label: node.Label, Surface: child, MaxTurns: rt.swarmCfg.MaxTurns, Resume: jr.Runner}

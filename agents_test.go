@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,5 +104,19 @@ func TestSwarmDescriptionGolden(t *testing.T) {
 	}
 	if _, err := child.APIFile("agents.d.ts"); err == nil {
 		t.Fatal("a child at the depth limit has agents.d.ts")
+	}
+}
+
+// TestNoAgentLoop: a Swarm that names its model, in a program that links no built-in runner and
+// gives none, is refused with what to import.
+func TestNoAgentLoop(t *testing.T) {
+	old := swarm.BuiltinRunner
+	swarm.BuiltinRunner = nil
+	defer func() { swarm.BuiltinRunner = old }()
+	sw := config.DefaultSwarm()
+	sw.Enabled = true
+	sw.Model = &config.SwarmModel{Provider: "openai", Model: "m"}
+	if _, err := New(context.Background(), Options{Swarm: &sw}); !errors.Is(err, ErrNoAgentLoop) || !strings.Contains(err.Error(), "agentloop") {
+		t.Fatalf("%v", err)
 	}
 }

@@ -59,7 +59,7 @@ func (s *Surface) runDirect(ctx context.Context, callID, name string, input json
 	}
 	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: s.run}
-	err := s.gate().Authorize(ctx, ev, t.ReadOnly, name, callID)
+	err := s.gateOf().Authorize(ctx, ev, t.ReadOnly, name, callID)
 	if !bytes.Equal(ev.Input, input) {
 		tr.Input, tr.OriginalInput = ev.Input, input
 	}

@@ -29,8 +29,8 @@ func BenchmarkDurable(b *testing.B) {
 		return st
 	}
 	cfg := testConfig(b)
-	a := newRuntime(b, cfg, func(o *Options) { o.RunStore = open() })
-	c := newRuntime(b, cfg, func(o *Options) { o.RunStore = open() })
+	a := newRuntime(b, cfg, func(o *Options) { o.RunStore = &RunStore{d: open()} })
+	c := newRuntime(b, cfg, func(o *Options) { o.RunStore = &RunStore{d: open()} })
 	scope := api.RunContext{SessionKey: "bench"}
 	sa, sc := a.Activate(scope, fixtureTools()), c.Activate(scope, fixtureTools())
 	code := `await yield_control(); return 1`

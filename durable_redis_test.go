@@ -95,7 +95,7 @@ func (f *fleet) process(t *testing.T, name string, scope api.RunContext, mutate 
 	if store == nil {
 		store = f.store(t, f.key)
 	}
-	rt := newRuntime(t, cfg, func(o *Options) { o.RunStore = store })
+	rt := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: store} })
 	return rt, rt.Activate(scope, f.tools.forProcess(name))
 }
 
@@ -348,7 +348,7 @@ func TestResultsSurviveRestart(t *testing.T) {
 			return &api.Result{Details: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, nil
 		}}
 	cfg := testConfig(t)
-	a := newRuntime(t, cfg, func(o *Options) { o.RunStore = f.store(t, f.key) })
+	a := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: f.store(t, f.key)} })
 	sa := a.Activate(fleetScope, []*api.Tool{untrusted})
 	id := mustComplete(t, execCode(t, sa, `const p = await MCP.web.page({}); return (await results.save({p, n: [1, 2, 3]})).id`))
 	// An oversized value goes to the shared store too.
@@ -360,7 +360,7 @@ func TestResultsSurviveRestart(t *testing.T) {
 		t.Fatalf("%v %s", err, r.Value)
 	}
 	a.Close()
-	b := newRuntime(t, cfg, func(o *Options) { o.RunStore = f.store(t, f.key) })
+	b := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: f.store(t, f.key)} })
 	sb := b.Activate(fleetScope, nil)
 	r = execCode(t, sb, `const v = await results.load(`+id+`); const w = await results.load("`+big.Reference.ID+`"); return [v.n, w.length]`)
 	if mustComplete(t, r) != `[[1,2,3],100000]` || !slices.Equal(r.Untrusted, []string{"mcp:web"}) {

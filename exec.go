@@ -270,7 +270,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	// what runs, and the trajectory keeps both.
 	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
 		ToolInputKind: lang, Input: raw, Run: s.run}
-	if err := s.gate().Authorize(ctx, ev, false, "exec", callID); err != nil {
+	if err := s.gateOf().Authorize(ctx, ev, false, "exec", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	if !bytes.Equal(ev.Input, raw) {
@@ -367,7 +367,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	if strings.TrimSpace(in.RunID) == "" {
 		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
-	if err := s.gate().Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
+	if err := s.gateOf().Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
 		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, false, "wait", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
@@ -503,7 +503,7 @@ func (s *Surface) telemetry(start time.Time) api.Telemetry {
 func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatcher {
 	rt := s.rt
 	return &dispatch.Dispatcher{
-		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gate(),
+		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gateOf(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
 		ResultsRunID: s.rootRun(),

@@ -88,19 +88,19 @@ type Options struct {
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
 	// when refused. internal/admission's Controller is the gateway's.
 	Admission Admission
-	// RunStore, when set, keeps suspended runs in a store shared by every process configured
-	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
-	// any of them started, and a restart loses none. nil keeps them in this process's memory.
-	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not. The same store then keeps the values
-	// cells save with results.save, so they survive restarts too.
-	RunStore RunStore
+	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
+	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
+	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
+	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
+	// the values cells save with results.save, so they survive restarts too.
+	RunStore *RunStore
 	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
 	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
 	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
 	Swarm *config.Swarm
-	// Agents runs the child agents; required when Swarm is enabled (New fails without it).
-	// agentloop.New(*Swarm.Model) is the built-in one, the loop of `codemode agent`.
+	// Agents runs the child agents. nil: the built-in loop of `codemode agent` against
+	// Swarm.Model, when the program links package agentloop (New fails with ErrNoAgentLoop
+	// otherwise).
 	Agents AgentRunner
 
 	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
@@ -245,11 +245,9 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
-	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration, and
-	// childGate the gate of children's calls (approvals refused).
-	swarm     *swarm.Runtime
-	swarmCfg  config.Swarm
-	childGate *dispatch.Gate
+	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration.
+	swarm    *swarm.Runtime
+	swarmCfg config.Swarm
 	// results keeps what cells save (results.*) and oversized final values, per run scope.
 	results results.Store
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
@@ -275,16 +273,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	for i, r := range opts.Approvals.Rules {
-		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
-			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
-		}
-		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
-			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
-		}
-		if r.Timeout < 0 {
-			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
-		}
+	if err := checkApprovals(opts.Approvals); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
@@ -292,24 +282,22 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
-	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	if opts.RunStore != nil && opts.RunStore.d != nil {
+		rt.durable = newDurableRuns(opts.RunStore.d, log, cm.SnapshotTTL())
 	}
 	rt.results = results.NewMemory(opts.resultLimits)
-	if rs, ok := opts.RunStore.(interface {
+	if rs, ok := opts.RunStore.durable().(interface {
 		ResultStore(results.Limits) results.Store
 	}); ok {
 		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
 	}
-	sw, swCfg, err := newSwarm(opts)
+	sw, swCfg, err := newSwarm(&opts)
 	if err != nil {
 		return nil, err
 	}
 	if sw != nil && cm.Enabled {
 		rt.swarm, rt.swarmCfg = sw, swCfg
-		cg := *rt.gate
-		cg.Approver = refuseApprovals
-		rt.childGate = &cg
+		rt.opts.Agents = opts.Agents // the built-in runner, when newSwarm chose it
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -412,6 +400,22 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 		eng.SetHotCache(sandbox.NewHotCache(n, bytes))
 	}
 	rt.mod, rt.engine = mod, eng
+}
+
+// checkApprovals rejects rules with invalid patterns, fallbacks or timeouts.
+func checkApprovals(a api.Approvals) error {
+	for i, r := range a.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
+	return nil
 }
 
 // Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.

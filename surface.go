@@ -11,6 +11,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/swarm"
 )
@@ -56,6 +57,8 @@ type Surface struct {
 	eff []*api.Tool
 	// child is set on a child agent's surface (agents.run): its depth, its parent call.
 	child *childInfo
+	// gate replaces the runtime's for this surface's calls (WithApprovals); nil: the runtime's.
+	gate *dispatch.Gate
 }
 
 // Active reports whether code mode replaced the run's tool list with exec, wait and the
@@ -141,6 +144,30 @@ func (s *Surface) ForRun(rc api.RunContext) *Surface {
 	c := *s
 	c.run = rc
 	return &c
+}
+
+// WithApprovals returns the same surface with another approval policy for the calls of its
+// runs — nested, namespace and direct calls — in place of Options.Approvals; the hooks and the
+// Approver stay the runtime's. A gateway that serves several clients from one Runtime gives
+// each its own rules this way. Waits must use a surface with the same rules as the exec that
+// suspended the run. It fails on a rule whose pattern or fallback is invalid.
+func (s *Surface) WithApprovals(a api.Approvals) (*Surface, error) {
+	if err := checkApprovals(a); err != nil {
+		return nil, err
+	}
+	g := *s.rt.gate
+	g.Approvals = a
+	c := *s
+	c.gate = &g
+	return &c, nil
+}
+
+// gateOf is the gate of the surface's calls.
+func (s *Surface) gateOf() *dispatch.Gate {
+	if s.gate != nil {
+		return s.gate
+	}
+	return s.rt.gate
 }
 
 func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {

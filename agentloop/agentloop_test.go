@@ -37,3 +37,23 @@ func TestNew(t *testing.T) {
 		t.Fatalf("bad provider: %v", err)
 	}
 }
+
+// TestDefault: linked, the built-in loop is the runner of a Swarm that names its model — no
+// Options.Agents needed (issue 25 item 3).
+func TestDefault(t *testing.T) {
+	srv := scripted.Start(t, scripted.Options{Repeat: func(r *scripted.Request) scripted.Reply {
+		return scripted.Reply{Text: "default runner, " + r.Model}
+	}})
+	sw := config.DefaultSwarm()
+	sw.Enabled = true
+	sw.Model = &config.SwarmModel{Provider: "openai", BaseURL: srv.BaseURL("openai"), Model: "m1"}
+	rt, err := codemode.New(context.Background(), codemode.Options{Swarm: &sw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	res := rt.Activate(api.RunContext{SessionKey: "s"}, nil).Exec(context.Background(), "e", codemode.ExecInput{Code: `return await agents.run("hi")`})
+	if string(res.Value) != `"default runner, m1"` {
+		t.Fatalf("%+v %s", res, res.Value)
+	}
+}

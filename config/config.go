@@ -323,6 +323,11 @@ func defaults() *Config {
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,
+			ReadHeaderTimeoutSeconds:  defaultReadHeaderTimeoutSeconds,
+			ReadBodyTimeoutSeconds:    defaultReadBodyTimeoutSeconds,
+			IdleTimeoutSeconds:        defaultIdleTimeoutSeconds,
+			MaxConnections:            defaultMaxConnections,
+			MaxConnectionsPerClient:   defaultMaxConnectionsPerClient,
 		}},
 	}
 }

@@ -13,6 +13,13 @@ type Serve struct {
 	// nested call, approval and progress update of every session, as JSON Lines (bounded,
 	// secrets redacted; `codemode trace FILE` prints it). "" keeps none.
 	Trajectory string
+	// Principals are the clients the HTTP listener knows by name, each with a bearer token of
+	// its own (or reached through OAuth), a tool policy that narrows the gateway's, and limits.
+	// A run belongs to the principal that started it. See principals.go.
+	Principals []Principal
+	// OAuth, when set, accepts OAuth 2.1 access tokens (JWTs) from one authorization server
+	// besides the principals' tokens. nil: no OAuth.
+	OAuth *OAuth
 }
 
 // ServeHTTP configures the streamable HTTP listener (`codemode serve --http ADDR`).
@@ -35,6 +42,45 @@ type ServeHTTP struct {
 	// MaxSessions bounds the MCP sessions open at once; initializing one more gets HTTP 503:
 	// 1–100000, default 1024.
 	MaxSessions int
+
+	// Connections are a bounded resource (issue 18): every limit below applies before a request
+	// is authenticated, so a client without a token costs at most one short-lived connection.
+
+	// ReadHeaderTimeoutSeconds bounds how long a client may take to send a request's headers:
+	// 1–300, default 10.
+	ReadHeaderTimeoutSeconds int
+	// ReadBodyTimeoutSeconds bounds how long a client may take to send a request's body once the
+	// headers are in: 1–3600, default 30. A refused request (401, 403, 413) waits for no body.
+	ReadBodyTimeoutSeconds int
+	// IdleTimeoutSeconds closes a keep-alive connection without a request for this long:
+	// 1–3600, default 120.
+	IdleTimeoutSeconds int
+	// MaxConnections bounds the TCP connections open at once; the next one is closed as soon
+	// as it is accepted: 1–1000000, default 4096.
+	MaxConnections int
+	// MaxConnectionsPerClient bounds the connections open at once from one client IP address:
+	// 0–1000000, default 256; 0 turns the per-address cap off (behind a reverse proxy every
+	// connection comes from the proxy's address).
+	MaxConnectionsPerClient int
+	// RequestStateKey signs the requestState of multi round-trip requests (an approval asked of
+	// a stateless client): every replica of a fleet needs the same key so that a retry can land
+	// on any of them. At least 32 bytes. Absent, each process makes a random key at start.
+	RequestStateKey Secret
+}
+
+// Durations of the listener's timeouts.
+func (s ServeHTTP) ReadHeaderTimeout() time.Duration {
+	return time.Duration(s.ReadHeaderTimeoutSeconds) * time.Second
+}
+
+// ReadBodyTimeout is ReadBodyTimeoutSeconds as a duration.
+func (s ServeHTTP) ReadBodyTimeout() time.Duration {
+	return time.Duration(s.ReadBodyTimeoutSeconds) * time.Second
+}
+
+// IdleTimeout is IdleTimeoutSeconds as a duration.
+func (s ServeHTTP) IdleTimeout() time.Duration {
+	return time.Duration(s.IdleTimeoutSeconds) * time.Second
 }
 
 // SessionIdleTimeout is SessionIdleTimeoutSeconds as a duration.
@@ -118,23 +164,37 @@ const (
 	defaultMaxSessions               = 1024
 	defaultMaxRunsPerSession         = 16
 	defaultSuspendedMaxBytesSession  = 256 << 20
+	defaultReadHeaderTimeoutSeconds  = 10
+	defaultReadBodyTimeoutSeconds    = 30
+	defaultIdleTimeoutSeconds        = 120
+	defaultMaxConnections            = 4096
+	defaultMaxConnectionsPerClient   = 256
 )
 
 // TokenEnv is the environment variable that supplies serve.http.token when the file has none.
 const TokenEnv = "CODEMODE_TOKEN"
 
 func (d *decoder) serve(p path, v any, s *Serve) {
-	m, ok := d.object(p, v, "http", "trajectory")
+	m, ok := d.object(p, v, "http", "trajectory", "principals", "oauth")
 	if !ok {
 		return
 	}
 	d.setString(p, m, "trajectory", &s.Trajectory)
+	if v, ok := m["principals"]; ok {
+		d.principals(p.key("principals"), v, &s.Principals)
+	}
+	if v, ok := m["oauth"]; ok {
+		d.oauth(p.key("oauth"), v, s)
+	}
+	d.checkPrincipalRefs(p, s)
 	v, ok = m["http"]
 	if !ok {
 		return
 	}
 	hp := p.key("http")
-	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions")
+	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions",
+		"readHeaderTimeoutSeconds", "readBodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
+		"maxConnectionsPerClient", "requestStateKey")
 	if !ok {
 		return
 	}
@@ -162,6 +222,14 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	}
 	setInt(d, hp, h, "sessionIdleTimeoutSeconds", 10, 604800, &s.HTTP.SessionIdleTimeoutSeconds)
 	setInt(d, hp, h, "maxSessions", 1, 100000, &s.HTTP.MaxSessions)
+	setInt(d, hp, h, "readHeaderTimeoutSeconds", 1, 300, &s.HTTP.ReadHeaderTimeoutSeconds)
+	setInt(d, hp, h, "readBodyTimeoutSeconds", 1, 3600, &s.HTTP.ReadBodyTimeoutSeconds)
+	setInt(d, hp, h, "idleTimeoutSeconds", 1, 3600, &s.HTTP.IdleTimeoutSeconds)
+	setInt(d, hp, h, "maxConnections", 1, 1000000, &s.HTTP.MaxConnections)
+	setInt(d, hp, h, "maxConnectionsPerClient", 0, 1000000, &s.HTTP.MaxConnectionsPerClient)
+	if v, ok := h["requestStateKey"]; ok {
+		d.secret(hp.key("requestStateKey"), v, &s.HTTP.RequestStateKey)
+	}
 }
 
 // CheckToken returns why token cannot be a bearer token, or "". The same rule applies to

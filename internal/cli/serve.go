@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,12 +14,12 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/gateway"
+	"github.com/codemode-go/codemode/internal/oauth"
 	"github.com/codemode-go/codemode/internal/server"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
@@ -48,7 +49,7 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	}
 	var lst listenSpec
 	if *addr != "" {
-		if lst, err = listenConfig(*addr, cfg.Serve.HTTP); err != nil {
+		if lst, err = listenConfig(*addr, cfg.Serve); err != nil {
 			fmt.Fprintln(stderr, "codemode serve:", err)
 			return exitUsage
 		}
@@ -85,7 +86,19 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 		go reloadOnHUP(ctx, *cfgPath, g, log)
 	}
 	server.Version = versionString()
-	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats})
+	var stateKey []byte
+	if k := cfg.Serve.HTTP.RequestStateKey; !k.IsZero() {
+		v, err := k.Resolve()
+		if err == nil && len(v) < 32 {
+			err = fmt.Errorf("it must be at least 32 bytes (e.g. `openssl rand -hex 32`)")
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "codemode serve: serve.http.requestStateKey:", err)
+			return exitUsage
+		}
+		stateKey = []byte(v)
+	}
+	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats, StateKey: stateKey})
 	relay.Set(srv.Trajectory())
 	defer srv.Close()
 	if *addr == "" {
@@ -100,20 +113,36 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 		}
 		return exitOK
 	}
-	ln, err := net.Listen("tcp", lst.addr)
+	if oc := cfg.Serve.OAuth; oc != nil {
+		v, err := oauth.New(ctx, *oc, oauth.Options{Logger: log})
+		if err != nil {
+			fmt.Fprintln(stderr, "codemode serve: serve.oauth:", err)
+			return exitUsage
+		}
+		lst.opts.OAuth = v
+	}
+	tcp, err := net.Listen("tcp", lst.addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
+	hc := cfg.Serve.HTTP
+	ln := server.LimitListener(tcp, hc.MaxConnections, hc.MaxConnectionsPerClient)
 	calls := &inFlight{}
 	hs := &http.Server{
 		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: hc.ReadHeaderTimeout(),
+		IdleTimeout:       hc.IdleTimeout(),
 		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slogErrorLog(log),
 	}
 	auth := "no token: loopback only"
-	if lst.opts.Token != "" {
+	switch {
+	case lst.opts.OAuth != nil:
+		auth = fmt.Sprintf("OAuth access tokens from %s or %d principal tokens", lst.opts.OAuth.Issuer(), len(lst.opts.Principals))
+	case len(lst.opts.Principals) > 0:
+		auth = fmt.Sprintf("%d principals' bearer tokens", len(lst.opts.Principals))
+	case lst.opts.Token != "":
 		auth = "bearer token required"
 	}
 	fmt.Fprintln(stderr, startLine(srv, fmt.Sprintf("MCP over streamable HTTP at http://%s/mcp (%s; also /healthz /readyz /metrics)", ln.Addr(), auth)))
@@ -167,9 +196,11 @@ type listenSpec struct {
 }
 
 // listenConfig decides where and how to listen. A bare port means loopback. A non-loopback
-// address (including ":PORT", every interface) is refused unless a bearer token is configured
-// (serve.http.token or CODEMODE_TOKEN).
-func listenConfig(addr string, hc config.ServeHTTP) (listenSpec, error) {
+// address (including ":PORT", every interface) is refused unless the listener authenticates:
+// a bearer token (serve.http.token or CODEMODE_TOKEN), principals' tokens (resolved here from
+// their {env} or {file}), or OAuth.
+func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
+	hc := serve.HTTP
 	if isDigits(addr) {
 		addr = "127.0.0.1:" + addr
 	}
@@ -189,18 +220,42 @@ func listenConfig(addr string, hc config.ServeHTTP) (listenSpec, error) {
 			}
 		}
 	}
-	if !loopback && token == "" {
+	var principals []server.PrincipalToken
+	seen := map[string]string{}
+	for _, p := range serve.Principals {
+		if p.Token.IsZero() {
+			continue // reached through serve.oauth only
+		}
+		v, err := p.Token.Resolve()
+		if err == nil {
+			if msg := config.CheckToken(v); msg != "" {
+				err = errors.New(msg)
+			}
+		}
+		if err != nil {
+			return listenSpec{}, fmt.Errorf("serve.principals %s: token (%s): %v", p.Name, p.Token, err)
+		}
+		if other, dup := seen[v]; dup || v == token {
+			if !dup {
+				other = "serve.http.token"
+			}
+			return listenSpec{}, fmt.Errorf("serve.principals %s: its token is also %s's: every principal needs a token of its own", p.Name, other)
+		}
+		seen[v] = p.Name
+		principals = append(principals, server.PrincipalToken{Name: p.Name, Token: v})
+	}
+	if !loopback && token == "" && len(principals) == 0 && serve.OAuth == nil {
 		where := host
 		if where == "" {
 			where = "every interface"
 		}
 		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
-			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), or bind a loopback address such as 127.0.0.1:PORT",
+			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), give serve.principals their tokens, configure serve.oauth, or bind a loopback address such as 127.0.0.1:PORT",
 			addr, where, config.TokenEnv)
 	}
 	return listenSpec{addr: addr, opts: server.HTTPOptions{
-		Token: token, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
-		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions,
+		Token: token, Principals: principals, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
+		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions, ReadBodyTimeout: hc.ReadBodyTimeout(),
 	}}, nil
 }
 
@@ -244,4 +299,10 @@ func startLine(srv *server.Server, where string) string {
 		}
 	}
 	return b.String()
+}
+
+// slogErrorLog routes net/http's own complaints (TLS handshakes, bad requests it answers itself)
+// to the debug log: a client's garbage is not the operator's warning.
+func slogErrorLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 }

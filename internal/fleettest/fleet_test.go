@@ -397,16 +397,15 @@ func call(ctx context.Context, url, tool string, args map[string]any) (api.ExecR
 	if err != nil {
 		return api.ExecResult{}, "", err
 	}
+	// The structured content is the CodeModeResult as JSON; the text block shows it to a model
+	// (inside an untrusted-content marking when the cell read untrusted content).
 	var out api.ExecResult
-	if len(res.Content) == 0 {
-		return out, "", fmt.Errorf("empty result")
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil {
+		return out, "", fmt.Errorf("no structured content: %v", err)
 	}
-	tc, ok := res.Content[0].(*mcp.TextContent)
-	if !ok {
-		return out, "", fmt.Errorf("unexpected content %T", res.Content[0])
-	}
-	if err := json.Unmarshal([]byte(tc.Text), &out); err != nil {
-		return out, "", fmt.Errorf("%v: %s", err, tc.Text)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, "", fmt.Errorf("%v: %s", err, raw)
 	}
 	seen.mu.Lock()
 	defer seen.mu.Unlock()

@@ -99,12 +99,15 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	g.store = opts.RunStore
 	if g.store == nil && cfg.RunStore.Redis != nil {
 		redisstore.RouteClientLogs(log)
-		if g.store, err = codemode.OpenRunStore(ctx, cfg, log); err != nil {
+		pub, err := codemode.OpenRunStore(ctx, cfg, log)
+		if err != nil {
 			return nil, err
 		}
-		g.owned = true
+		g.store, g.owned = runstore.Private(pub), true
 	}
-	ro.RunStore = g.store
+	if g.store != nil {
+		ro.RunStore = runstore.Public(g.store).(*codemode.RunStore)
+	}
 	if err := swarmRunner(&ro, opts.Agents, log); err != nil {
 		if g.owned {
 			_ = g.store.Close()
@@ -272,7 +275,7 @@ func (g *Gateway) Close() error {
 func (g *Gateway) SharedRunStore() bool { return g.store != nil }
 
 // RunStore is the shared run store, or nil (runs in the process).
-func (g *Gateway) RunStore() codemode.RunStore { return g.store }
+func (g *Gateway) RunStore() runstore.Durable { return g.store }
 
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {

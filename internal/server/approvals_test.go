@@ -151,7 +151,7 @@ func TestForgedRequestState(t *testing.T) { // a retry cannot be pointed at anot
 		t.Fatal(err)
 	}
 	text := res2.Content[0].(*mcp.TextContent).Text
-	if !res2.IsError || !strings.Contains(text, "request state was not issued") || len(rec.counts()) != 0 {
+	if !res2.IsError || !strings.Contains(text, "requestState was not issued") || len(rec.counts()) != 0 {
 		t.Fatalf("%s %v", text, rec.counts())
 	}
 }

@@ -60,8 +60,8 @@ func newMetrics(src metricSources) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemode_calls_total",
-		Help: "exec and wait calls by result status and error code (code is empty unless status is failed).",
-	}, []string{"call", "status", "code"})
+		Help: "exec and wait calls by result status and error code (code is empty unless status is failed), and principal (a serve.principals name, default or anonymous).",
+	}, []string{"call", "status", "code", "principal"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "codemode_call_duration_seconds",
 		Help:    "Duration of exec and wait calls, queueing for a slot included.",
@@ -89,7 +89,7 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
 }
 
-func (m *metrics) observe(call string, res api.ExecResult, d time.Duration) {
+func (m *metrics) observe(call, principal string, res api.ExecResult, d time.Duration) {
 	code := ""
 	if res.Status == api.StatusFailed {
 		code = string(res.Code)
@@ -97,7 +97,7 @@ func (m *metrics) observe(call string, res api.ExecResult, d time.Duration) {
 			code = "error" // a guest exception or hook refusal: no Z code
 		}
 	}
-	m.calls.WithLabelValues(call, res.Status, code).Inc()
+	m.calls.WithLabelValues(call, res.Status, code, principal).Inc()
 	m.duration.WithLabelValues(call).Observe(d.Seconds())
 }
 

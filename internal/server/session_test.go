@@ -167,7 +167,8 @@ func TestMaxSessions(t *testing.T) {
 	connectStreamable(t, ts.URL+"/mcp")
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 	if err == nil {
 		t.Fatal("a third session was accepted")
 	}
@@ -207,9 +208,15 @@ func TestFloodLeavesOtherSessionServed(t *testing.T) { // admission is fair betw
 	}
 }
 
+// sessionProtocol is the last protocol version with sessions: clients pinned to it initialize
+// and get an Mcp-Session-Id (go-sdk's default is the sessionless 2026-07-28).
+const sessionProtocol = "2025-11-25"
+
+// connectStreamable connects a session-protocol client over streamable HTTP.
 func connectStreamable(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/contract"
 	"golang.org/x/sync/semaphore"
 )
@@ -677,6 +679,11 @@ func (r *relay) flush(d time.Duration) {
 // progress messages made so far are sent: the exec or wait ending now sends them before its
 // result, while its sink is still there.
 func (g *Group) FlushNotes() { g.relay.flush(time.Second) }
+
+// BuiltinRunner builds the built-in runner of children (a codemode.AgentRunner) for a model.
+// It is set by package agentloop when a program links it, so that programs without children
+// never link the model client; the root package uses it when Options.Agents is nil.
+var BuiltinRunner func(model config.SwarmModel, logger *slog.Logger) (any, error)
 
 // ErrNotAvailable is the error of an agents.run or note reaching a run without swarm.
 var ErrNotAvailable = errors.New("agents.run is not available in this run (tools.swarm is off, or no model is configured for children)")

@@ -106,7 +106,7 @@ type tree struct {
 }
 
 func runKey(rc api.RunContext) api.RunContext {
-	return api.RunContext{AgentID: rc.AgentID, SessionKey: rc.SessionKey, SessionID: rc.SessionID, RunID: rc.RunID}
+	return api.RunContext{Principal: rc.Principal, AgentID: rc.AgentID, SessionKey: rc.SessionKey, SessionID: rc.SessionID, RunID: rc.RunID}
 }
 
 // childKey is the run of the child agent a run's agents.run call started.
@@ -132,7 +132,7 @@ func (t *tree) line(pad, format string, args ...any) {
 func (t *tree) renderRun(pad string, g *runGroup, depth int) {
 	rc, events := g.rc, g.events
 	var head []string
-	for _, kv := range [][2]string{{"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
+	for _, kv := range [][2]string{{"principal", rc.Principal}, {"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
 		if kv[1] != "" {
 			head = append(head, kv[0]+"="+oneLine(kv[1], previewBytes))
 		}

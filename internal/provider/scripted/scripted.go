@@ -89,7 +89,7 @@ func Start(t testing.TB, opts Options, turns ...Turn) *Server {
 // OpenAIBaseURL is the base URL an OpenAI client is given (the server's root plus /v1).
 func (s *Server) OpenAIBaseURL() string { return s.URL + "/v1" }
 
-// AnthropicBaseURL is the base URL an Anthropic client is given (the SDK adds /v1/messages).
+// AnthropicBaseURL is the base URL an Anthropic client is given (the client adds /v1/messages).
 func (s *Server) AnthropicBaseURL() string { return s.URL }
 
 // BaseURL is the base URL for a client of provider.
@@ -220,8 +220,8 @@ func (s *Server) authenticate(provider string, r *http.Request) (int, string, st
 		}
 		return 0, "", ""
 	}
-	// The Messages API takes the key as x-api-key or as a bearer token (anthropic-sdk-go v2
-	// sends the latter).
+	// The Messages API takes the key as x-api-key (what the API reference documents and
+	// package provider sends) or as a bearer token (what OAuth clients send).
 	if r.Header.Get("X-Api-Key") != s.opts.APIKey && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
 		return http.StatusUnauthorized, "authentication_error", "invalid x-api-key"
 	}
