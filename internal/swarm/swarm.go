@@ -173,8 +173,6 @@ type Outcome struct {
 	SchemaError string `json:"schemaError,omitempty"`
 	// Error says why the child failed, timed out or was cancelled.
 	Error string `json:"error,omitempty"`
-	// Turns is the number of model calls it made, when known.
-	Turns int `json:"turns,omitempty"`
 	// Untrusted are the sources of untrusted content the child received (MCP servers, web
 	// fetches…): its answer may repeat them, so the parent's cell is marked as having seen them.
 	Untrusted []string `json:"untrusted,omitempty"`
@@ -427,9 +425,6 @@ func (g *Group) spawn(ctx context.Context, c *Child) (out Outcome) {
 func done(out Outcome) string {
 	var b strings.Builder
 	b.WriteString(out.Status)
-	if out.Turns > 0 {
-		fmt.Fprintf(&b, " after %d turn%s", out.Turns, map[bool]string{true: "", false: "s"}[out.Turns == 1])
-	}
 	switch {
 	case out.Error != "":
 		b.WriteString(": " + clip(out.Error, 300))
