@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // publish writes a suspended run's record — a new run (lease nil) or the next version of one
@@ -30,6 +31,9 @@ func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, 
 		return err
 	}
 	env := recordState{V: recordVersion, Version: newVersion(), Fingerprint: s.cached.key, Namespaces: dr.layout, Run: rs}
+	if g := dr.disp.Swarm; g != nil {
+		env.Swarm = g.Export()
+	}
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -66,6 +70,9 @@ func (s *Surface) suspendNew(ctx context.Context, start time.Time, run *sandbox.
 	disp.RunID = id
 	e := d.entry(id, s.run)
 	run.SetResultSink(e.sink)
+	if g := disp.Swarm; g != nil {
+		g.SetCheckpointSink(e.saveCheckpoint) // children keep their progress with the run
+	}
 	dr := &durableRun{run: run, disp: disp, restartSafe: restartSafe, layout: nsLayout(disp)}
 	if err := s.publish(ctx, e, dr, nil, nil); err != nil {
 		d.drop(e)
@@ -241,6 +248,9 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		}
 		dr.fingerprint = env.Fingerprint
 		dr.run.SetResultSink(e.sink)
+		if g := dr.disp.Swarm; g != nil {
+			g.SetCheckpointSink(e.saveCheckpoint)
+		}
 	}
 	run, disp := dr.run, dr.disp
 
@@ -284,6 +294,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	w.remote = run.Remote()
 	stop := w.poll(ctx)
 	out := run.Resume(ctx, lim)
@@ -369,6 +380,10 @@ func (s *Surface) importRun(ctx context.Context, id string, env recordState, st 
 	st.Snapshot = snapshot
 	disp := s.dispatcher(st.Prefix, st.RestartSafe)
 	disp.RunID = id
+	s.attachSwarm(disp)
+	if g := disp.Swarm; g != nil {
+		g.Import(env.Swarm)
+	}
 	if len(env.Namespaces) > 0 {
 		s.buildNamespaces(ctx, disp)
 		if err := sameLayout(env.Namespaces, nsLayout(disp)); err != nil {
@@ -419,6 +434,15 @@ func (w *durableWait) apply(results map[string][]byte, first bool) {
 		switch {
 		case key == markerKey:
 			w.consumed[key] = true // an old marker (restartSafe run, or another version)
+		case isCheckpoint(key):
+			// A child agent's checkpoint: kept while its call runs, in case it must continue
+			// here; dropped with the call's result.
+			callID, _ := swarm.JournalCall(key)
+			if _, ended := results[callID]; ended {
+				w.consumed[key] = true
+			} else if g := w.disp.Swarm; g != nil {
+				g.Resume(callID, val)
+			}
 		case strings.HasSuffix(key, decisionSuffix):
 			callID := strings.TrimSuffix(key, decisionSuffix)
 			var dec api.Decision
@@ -673,4 +697,10 @@ func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec a
 		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
 	}
 	return d.store.AddResult(ctx, runID, s.run, key, b)
+}
+
+// isCheckpoint reports whether a stored result is a child agent's checkpoint.
+func isCheckpoint(key string) bool {
+	_, ok := swarm.JournalCall(key)
+	return ok
 }

@@ -191,6 +191,7 @@ func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *
 		input, _ = json.Marshal(string(args))
 	}
 	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	s.observe(name, "", &res, nil)
 	return &res
 }
 
@@ -237,6 +238,7 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
+	s.observe("exec", "", &res, nil)
 	return res
 }
 
@@ -247,6 +249,7 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 		return
 	}
 	tr.Status, tr.Error = res.Status, res.Error
+	tr.ParentCallID = s.parentCall()
 	tr.DurationMs = time.Since(tr.Time).Milliseconds()
 	tr.Result, _ = json.Marshal(res)
 	t.Record(*tr)
@@ -304,6 +307,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
 		if res, refused := s.storeRefuses(ctx, start); refused {
@@ -312,7 +316,8 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	s.attachSwarm(disp)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON, Swarm: disp.Swarm != nil})
 	if rt.durable != nil && out.Status == api.StatusWaiting {
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
@@ -353,6 +358,7 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 		Input: input, CodeModeRunID: in.RunID}
 	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
+	s.observe("wait", in.RunID, &res, nil)
 	return res
 }
 
@@ -382,6 +388,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
 	defer sr.disp.SetProgress(nil)
+	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.
@@ -498,6 +505,7 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gateOf(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
+		ResultsRunID: s.rootRun(),
 	}
 }
 

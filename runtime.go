@@ -33,6 +33,7 @@ import (
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
@@ -97,6 +98,14 @@ type Options struct {
 	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
 	// the values cells save with results.save, so they survive restarts too.
 	RunStore *RunStore
+	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
+	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
+	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
+	Swarm *config.Swarm
+	// Agents runs the child agents. nil: the built-in loop of `codemode agent` against
+	// Swarm.Model, when the program links package agentloop (New fails with ErrNoAgentLoop
+	// otherwise).
+	Agents AgentRunner
 
 	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
 	resultLimits results.Limits
@@ -145,7 +154,10 @@ func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
+	sw := t.Swarm
+	sw.Tools.Allow, sw.Tools.Deny = slices.Clone(sw.Tools.Allow), slices.Clone(sw.Tools.Deny)
 	return Options{
+		Swarm:    &sw,
 		CodeMode: &cm,
 		Policy: Policy{
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
@@ -228,6 +240,9 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration.
+	swarm    *swarm.Runtime
+	swarmCfg config.Swarm
 	// results keeps what cells save (results.*) and oversized final values, per run scope.
 	results results.Store
 	// adm hands out the slots of running VMs (Options.Admission); nil without admission control.
@@ -284,6 +299,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		ResultStore(results.Limits) results.Store
 	}); ok {
 		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
+	}
+	sw, swCfg, err := newSwarm(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if sw != nil && cm.Enabled {
+		rt.swarm, rt.swarmCfg = sw, swCfg
+		rt.opts.Agents = opts.Agents // the built-in runner, when newSwarm chose it
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -542,6 +565,11 @@ func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.durable != nil {
 		rt.durable.close() // the records stay in the store for the other processes
+	}
+	if rt.swarm != nil {
+		// The runs are gone and their children cancelled: give them a moment to record how
+		// they ended (and to leave the engine) before it closes.
+		rt.swarm.Idle(2 * time.Second)
 	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {

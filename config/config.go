@@ -53,6 +53,8 @@ type GitPlugin struct {
 // Tools is the `tools` section: which tools a run gets and how code mode exposes them.
 type Tools struct {
 	CodeMode CodeMode
+	// Swarm lets cells start child agents (agents.run, phase, log); off by default.
+	Swarm Swarm
 
 	// Allow, when non-nil, is the only set of tools a run may use: tool names or catalog ids
 	// ("read", "native:core:*", "mcp:github:*"), with '*' and '?' globs. nil means the key was
@@ -310,6 +312,7 @@ func defaults() *Config {
 	return &Config{
 		Tools: Tools{
 			CodeMode: fileCodeMode(),
+			Swarm:    DefaultSwarm(),
 			WebFetch: WebFetch{
 				Enabled:   true,
 				TimeoutMs: defaultWebFetchTimeoutMs,

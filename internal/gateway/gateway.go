@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/agentloop"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/builtin"
@@ -59,6 +60,10 @@ type Options struct {
 	// RunStore replaces the store runStore.redis would build (tests, embedders); Close leaves it
 	// open.
 	RunStore runstore.Durable
+	// Agents runs the child agents of agents.run when tools.swarm is on (codemode agent: its
+	// own model). nil: the built-in loop against tools.swarm.model, or — without one — no
+	// agents.* at all.
+	Agents codemode.AgentRunner
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -95,6 +100,12 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	}
 	if g.store != nil {
 		ro.RunStore = runstore.Public(g.store).(*codemode.RunStore)
+	}
+	if err := swarmRunner(&ro, opts.Agents, log); err != nil {
+		if g.owned {
+			_ = g.store.Close()
+		}
+		return nil, err
 	}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = upstream.New(ctx, cfg, log)
@@ -260,4 +271,29 @@ func (g *Gateway) RunStore() runstore.Durable { return g.store }
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {
 	return builtin.Tools(cfg)
+}
+
+// swarmRunner gives the runtime its children's runner when tools.swarm is on: the caller's, or
+// the built-in loop against tools.swarm.model. Without either the swarm stays off (a gateway
+// never calls a model nobody configured) and says so once.
+func swarmRunner(ro *codemode.Options, runner codemode.AgentRunner, log *slog.Logger) error {
+	sw := ro.Swarm
+	if sw == nil || !sw.Enabled {
+		ro.Swarm = nil
+		return nil
+	}
+	if runner == nil && sw.Model != nil {
+		r, err := agentloop.New(*sw.Model, log) // the library's own way to the built-in loop
+		if err != nil {
+			return fmt.Errorf("tools.swarm.model: %w", err)
+		}
+		runner = r
+	}
+	if runner == nil {
+		log.Info("tools.swarm is enabled but names no model (tools.swarm.model): cells get no agents.run")
+		ro.Swarm = nil
+		return nil
+	}
+	ro.Agents = runner
+	return nil
 }
