@@ -36,6 +36,7 @@ func (d durableSurface) Import(ctx context.Context, st sandbox.State, namespaces
 		return nil, nil, err
 	}
 	disp := s.dispatcher(st.Prefix, st.RestartSafe)
+	s.attachSwarm(disp)
 	if namespaces {
 		s.buildNamespaces(ctx, disp)
 	}

@@ -192,6 +192,7 @@ func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *
 		input, _ = json.Marshal(string(args))
 	}
 	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	s.observe(name, "", &res, nil)
 	return &res
 }
 
@@ -238,6 +239,7 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
+	s.observe("exec", "", &res, nil)
 	return res
 }
 
@@ -248,6 +250,7 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 		return
 	}
 	tr.Status, tr.Error = res.Status, res.Error
+	tr.ParentCallID = s.parentCall()
 	tr.DurationMs = time.Since(tr.Time).Milliseconds()
 	tr.Result, _ = json.Marshal(res)
 	t.Record(*tr)
@@ -305,6 +308,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
 		if res, refused := s.storeRefuses(ctx, start); refused {
@@ -313,7 +317,8 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	s.attachSwarm(disp)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON, Swarm: disp.Swarm != nil})
 	if rt.durable != nil && out.Status == api.StatusWaiting {
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
@@ -354,6 +359,7 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 		Input: input, CodeModeRunID: in.RunID}
 	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
+	s.observe("wait", in.RunID, &res, nil)
 	return res
 }
 
@@ -383,6 +389,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
 	defer sr.disp.SetProgress(nil)
+	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.
@@ -394,13 +401,11 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
 }
 
-// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
-// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM. The
-// gateway's controller (internal/admission) also frees the slot's CPU share while the VM only
-// waits for nested calls or timers (issue 18 item 4); any other Admission holds its slot for
-// the VM's whole life.
+// admit wires admission control (Options.Admission) into one exec or wait: the sandbox asks for
+// a slot, keyed by principal (or session) for fairness, right before it runs a VM, and gives
+// its CPU share back while the VM only waits for nested calls or timers (issue 18 item 4).
 func (s *Surface) admit(lim *sandbox.Limits) {
-	a := s.rt.opts.Admission
+	a := s.rt.adm
 	if a == nil {
 		return
 	}
@@ -408,28 +413,29 @@ func (s *Surface) admit(lim *sandbox.Limits) {
 	if s.run.Principal != "" {
 		key = "principal:" + s.run.Principal // one principal's sessions share one fair share
 	}
-	if sa, ok := a.(slotAdmission); ok {
-		lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-			sl, err := sa.AcquireSlot(ctx, key)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return sl, nil
-		}
-		return
-	}
 	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-		release, err := a.Acquire(ctx, key)
+		sl, err := a.AcquireSlot(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
-		return sandbox.ReleaseSlot(release), nil
+		return sl, nil
 	}
 }
 
-// slotAdmission is an Admission that can tell an idle VM from a running one (internal/admission).
-type slotAdmission interface {
-	AcquireSlot(ctx context.Context, session string) (*admission.Slot, error)
+// admitter hands out VM slots: internal/admission's Controller, or a test's stand-in.
+type admitter interface {
+	AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error)
+}
+
+// controllerAdmitter is the admission controller as an admitter.
+type controllerAdmitter struct{ c *admission.Controller }
+
+func (a controllerAdmitter) AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error) {
+	sl, err := a.c.AcquireSlot(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sl, nil
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the
@@ -499,6 +505,7 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gateOf(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
+		ResultsRunID: s.rootRun(),
 	}
 }
 

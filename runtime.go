@@ -34,6 +34,7 @@ import (
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
@@ -84,19 +85,33 @@ type Options struct {
 	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
 	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
-	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
-	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
-	// when refused. internal/admission's Controller is the gateway's.
-	Admission Admission
+	// Admission, when set, bounds the VMs that run at once, for a runtime that many sessions
+	// share (a server): at most MaxRunning compute at a time (4 × cores by default), their guest
+	// heaps never exceed MemoryBudgetBytes (half the physical memory by default), MaxQueued
+	// more wait their turn, fairly between sessions and principals, and a cell idle on timers or
+	// nested calls gives its CPU share back while it waits. A refused exec or wait fails with
+	// code "overloaded" (a refused wait leaves its run suspended). Zero fields are derived from
+	// the machine; nil means no admission control.
+	Admission *config.Admission
 	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
 	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
 	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
 	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
 	// the values cells save with results.save, so they survive restarts too.
 	RunStore *RunStore
+	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
+	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
+	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
+	Swarm *config.Swarm
+	// Agents runs the child agents. nil: the built-in loop of `codemode agent` against
+	// Swarm.Model, when the program links package agentloop (New fails with ErrNoAgentLoop
+	// otherwise).
+	Agents AgentRunner
 
 	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
 	resultLimits results.Limits
+	// admitter replaces the admission controller (tests).
+	admitter admitter
 }
 
 // SuspendedLimits bound suspended runs. A run counts against its session
@@ -125,11 +140,6 @@ func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
 		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
-// Admission hands out slots for running VMs, fairly between sessions.
-type Admission interface {
-	Acquire(ctx context.Context, session string) (release func(), err error)
-}
-
 // Defaults of the hot VM bounds.
 const (
 	DefaultHotRuns        = 64
@@ -137,19 +147,24 @@ const (
 )
 
 // ConfigOptions maps a configuration file (the `codemode` command's JSON5 file) onto Options:
-// code mode and its limits, the tool policy, the engine's compilation cache. The caller adds
-// what a file cannot hold (hooks, a logger, tools' resources).
+// code mode and its limits, the tool policy, the engine's compilation cache and the limits of
+// suspended runs and saved results. The caller adds what a file cannot hold (hooks, a logger, a
+// run store) and, for a runtime many sessions share, Admission (the gateway passes
+// runtime.admission: a process-wide budget).
 func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
+	sw := t.Swarm
+	sw.Tools.Allow, sw.Tools.Deny = slices.Clone(sw.Tools.Allow), slices.Clone(sw.Tools.Deny)
 	return Options{
+		Swarm:    &sw,
 		CodeMode: &cm,
 		Policy: Policy{
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals:    approvalsFromConfig(t.Approvals),
+		Approvals:    api.Approvals{Rules: slices.Clone(t.Approvals.Rules), ExemptReadOnly: t.Approvals.ExemptReadOnly},
 		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
 		Suspended:    suspendedFromConfig(cfg),
 		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
@@ -159,14 +174,6 @@ func ConfigOptions(cfg *config.Config) Options {
 func resultLimitsFromConfig(r config.Results) results.Limits {
 	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
 		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
-}
-
-func approvalsFromConfig(a config.Approvals) api.Approvals {
-	out := api.Approvals{ExemptReadOnly: a.ExemptReadOnly}
-	for _, r := range a.Rules {
-		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
-	}
-	return out
 }
 
 // Policy is the tool policy applied to every run before code mode sees the tools (A3).
@@ -234,8 +241,15 @@ type Runtime struct {
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration.
+	swarm    *swarm.Runtime
+	swarmCfg config.Swarm
 	// results keeps what cells save (results.*) and oversized final values, per run scope.
 	results results.Store
+	// adm hands out the slots of running VMs (Options.Admission); nil without admission control.
+	// admc is the controller behind it, for Stats.
+	adm  admitter
+	admc *admission.Controller
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -268,6 +282,16 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
+	if opts.Admission != nil {
+		ac := admission.FromSettings(*opts.Admission, cm)
+		ac.OnIdle = quickjs.ReleaseIdleMemory // after a burst, pooled VM memories go back to the OS
+		c := admission.New(ac)
+		quickjs.SetMemoryPoolSize(c.MaxRunning())
+		rt.adm, rt.admc = controllerAdmitter{c}, c
+	}
+	if opts.admitter != nil {
+		rt.adm = opts.admitter
+	}
 	if opts.RunStore != nil && opts.RunStore.d != nil {
 		rt.durable = durable.New(opts.RunStore.d, log, cm.SnapshotTTL())
 	}
@@ -276,6 +300,14 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		ResultStore(results.Limits) results.Store
 	}); ok {
 		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
+	}
+	sw, swCfg, err := newSwarm(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if sw != nil && cm.Enabled {
+		rt.swarm, rt.swarmCfg = sw, swCfg
+		rt.opts.Agents = opts.Agents // the built-in runner, when newSwarm chose it
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -462,6 +494,18 @@ type Stats struct {
 	HotEvictions int64
 	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
 	RunStore RunStoreStats
+	// Admission is the state of admission control (Options.Admission); zero without it.
+	Admission AdmissionStats
+}
+
+// AdmissionStats is the state of admission control.
+type AdmissionStats struct {
+	// Running is the number of VMs computing now, of at most MaxRunning.
+	Running, MaxRunning int
+	// Queued is the number of execs and waits waiting for a slot.
+	Queued int
+	// Rejected counts the execs and waits refused with code "overloaded" since the start.
+	Rejected uint64
 }
 
 // RunStoreStats are counters of a runtime's use of a shared run store, since it started.
@@ -492,6 +536,10 @@ func (rt *Runtime) Stats() Stats {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
 	}
+	if c := rt.admc; c != nil {
+		st.Admission.Running, st.Admission.Queued, st.Admission.Rejected = c.Stats()
+		st.Admission.MaxRunning = c.MaxRunning()
+	}
 	return st
 }
 
@@ -513,6 +561,11 @@ func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.durable != nil {
 		rt.durable.Close() // the records stay in the store for the other processes
+	}
+	if rt.swarm != nil {
+		// The runs are gone and their children cancelled: give them a moment to record how
+		// they ended (and to leave the engine) before it closes.
+		rt.swarm.Idle(2 * time.Second)
 	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {

@@ -18,8 +18,14 @@ const (
 	EventApprovalRequest = "approval_request"
 	// EventApprovalDecision is that decision (or its expiry).
 	EventApprovalDecision = "approval_decision"
-	// EventUpdate is a progress update a tool streamed while it ran (E1).
+	// EventUpdate is a progress update a tool streamed while it ran (E1), a cell's phase() or
+	// log() note, or a child agent's step.
 	EventUpdate = "update"
+	// EventAgent is a child agent a cell started with agents.run (tools.swarm), recorded when it
+	// ends: CallID is the agents.run call, ParentCallID its exec; the child's own calls are
+	// recorded under its own run (RunID "<parent run id>/<call id>") with ParentCallID the
+	// agents.run call.
+	EventAgent = "agent"
 )
 
 // TrajectoryEvent is one record of a run's trajectory (E2): every control call, direct call and
@@ -34,7 +40,8 @@ type TrajectoryEvent struct {
 	// CallID identifies the call: the model's tool call id for control and direct calls,
 	// "<exec call id>/<n>" for nested calls.
 	CallID string `json:"callId"`
-	// ParentCallID is the exec call that made a nested call.
+	// ParentCallID is the exec call that made a nested call (or started a child agent); for the
+	// calls of a child agent's own model, the agents.run call that started the child.
 	ParentCallID string `json:"parentCallId,omitempty"`
 	// CodeModeRunID is the runId of a suspended code-mode run the call belongs to, when it has one.
 	CodeModeRunID string `json:"codeModeRunId,omitempty"`
@@ -46,7 +53,9 @@ type TrajectoryEvent struct {
 	Input         json.RawMessage `json:"input,omitempty"`
 	OriginalInput json.RawMessage `json:"originalInput,omitempty"`
 	// Status: completed, waiting or failed for control calls; ok or error for tool calls;
-	// requested for approval requests; approved, rejected or expired for decisions.
+	// requested for approval requests; approved, rejected or expired for decisions; for child
+	// agents completed, failed, cancelled, timeout, invalid (no valid structured value) or
+	// refused (never started).
 	Status string `json:"status"`
 	// Result is the call's result (bounded, secrets redacted): the CodeModeResult of a control
 	// call, the tool's result of a tool call.

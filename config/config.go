@@ -15,6 +15,7 @@ package config
 import (
 	_ "embed"
 	"fmt"
+	"github.com/codemode-go/codemode/api"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,8 @@ type GitPlugin struct {
 // Tools is the `tools` section: which tools a run gets and how code mode exposes them.
 type Tools struct {
 	CodeMode CodeMode
+	// Swarm lets cells start child agents (agents.run, phase, log); off by default.
+	Swarm Swarm
 
 	// Allow, when non-nil, is the only set of tools a run may use: tool names or catalog ids
 	// ("read", "native:core:*", "mcp:github:*"), with '*' and '?' globs. nil means the key was
@@ -67,7 +70,7 @@ type Tools struct {
 	// code mode's own tools and are rejected here.
 	DirectOnly []string
 	// Approvals says which calls need a person's decision before they run.
-	Approvals Approvals
+	Approvals api.Approvals
 
 	Exec     Exec
 	WebFetch WebFetch
@@ -309,6 +312,7 @@ func defaults() *Config {
 	return &Config{
 		Tools: Tools{
 			CodeMode: fileCodeMode(),
+			Swarm:    DefaultSwarm(),
 			WebFetch: WebFetch{
 				Enabled:   true,
 				TimeoutMs: defaultWebFetchTimeoutMs,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/codemode-go/codemode/api"
 	"net/url"
 	"regexp"
 	"slices"
@@ -39,7 +40,7 @@ type PrincipalTools struct {
 	// DirectOnly names tools the principal's model sees directly beside exec and wait.
 	DirectOnly []string
 	// Approvals are checked before the gateway's tools.approvals rules.
-	Approvals Approvals
+	Approvals api.Approvals
 }
 
 // OAuth is serve.oauth: the listener is an OAuth 2.1 resource server (the MCP authorization

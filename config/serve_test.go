@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/codemode-go/codemode/api"
 	"reflect"
 	"testing"
 	"time"
@@ -115,7 +116,7 @@ func TestPrincipals(t *testing.T) {
 	want := []Principal{
 		{Name: "ci", Token: Secret{Env: "TOKEN_CI"}, MaxRunning: 4, Tools: PrincipalTools{Allow: []string{"native:core:*"},
 			Deny: []string{"native:core:write"}, DirectOnly: []string{"screenshot"},
-			Approvals: Approvals{Rules: []ApprovalRule{{Match: "mcp:*:delete*"}}}}},
+			Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "mcp:*:delete*"}}}}},
 		{Name: "ops"},
 	}
 	if !reflect.DeepEqual(cfg.Serve.Principals, want) {

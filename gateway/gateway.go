@@ -58,6 +58,10 @@ type Options struct {
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before it returns with
 	// the ones that are ready; the others join as they connect (Changed). 0 means 20 seconds.
 	ReadyTimeout time.Duration
+	// Agents runs the child agents cells start with agents.run when tools.swarm is on. nil: the
+	// built-in loop against tools.swarm.model (the gateway then calls that model itself), or —
+	// when the configuration names no model — no agents.* at all.
+	Agents codemode.AgentRunner
 }
 
 // Gateway is a running configuration: a code-mode runtime and its tool sources. It is safe for
@@ -90,7 +94,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		sinks = append(sinks, w)
 	}
 	g, err := igateway.Open(ctx, cfg, igateway.Options{Logger: opts.Logger, Trajectory: trajectory.Multi(sinks...),
-		Hooks: opts.Hooks, Approver: opts.Approver, Tools: opts.Tools, Plugins: opts.Plugins, ReadyTimeout: opts.ReadyTimeout})
+		Hooks: opts.Hooks, Approver: opts.Approver, Tools: opts.Tools, Plugins: opts.Plugins, ReadyTimeout: opts.ReadyTimeout,
+		Agents: opts.Agents})
 	if err != nil {
 		if gw.audit != nil {
 			_ = gw.audit.Close()

@@ -75,6 +75,8 @@ type recordState struct {
 	// back by namespace id and callable index.
 	Namespaces map[string]string `json:"namespaces,omitempty"`
 	Run        json.RawMessage   `json:"run"`
+	// Swarm is the run's group of child agents (what it started so far), when it has one.
+	Swarm json.RawMessage `json:"swarm,omitempty"`
 }
 
 // marker is the value of markerKey.
@@ -429,6 +431,28 @@ func (e *durableEntry) sink(callID string, res sandbox.CallResult) {
 	}
 	e.mu.Lock()
 	e.outbox = append(e.outbox, pendingResult{callID, b})
+	ready := e.published
+	e.mu.Unlock()
+	if ready {
+		e.flush()
+	}
+}
+
+// saveCheckpoint queues a child agent's checkpoint for the store (swarm.Group's sink): like a
+// result, written once the record exists; a newer checkpoint of the same child replaces one not
+// yet written.
+func (e *durableEntry) saveCheckpoint(key string, data []byte) {
+	e.mu.Lock()
+	queued := false
+	for i := range e.outbox {
+		if e.outbox[i].callID == key {
+			e.outbox[i].data, queued = data, true
+			break
+		}
+	}
+	if !queued {
+		e.outbox = append(e.outbox, pendingResult{key, data})
+	}
 	ready := e.published
 	e.mu.Unlock()
 	if ready {

@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // Surface is what the lifecycle needs of the surface a run is driven under (the root package's
@@ -62,6 +63,9 @@ func (d *Runs) publish(ctx context.Context, s Surface, e *durableEntry, dr *dura
 	}
 	fingerprint := s.Fingerprint()
 	env := recordState{V: recordVersion, Version: newVersion(), Fingerprint: fingerprint, Namespaces: dr.layout, Run: rs}
+	if g := dr.disp.Swarm; g != nil {
+		env.Swarm = g.Export()
+	}
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
@@ -98,6 +102,9 @@ func (d *Runs) Suspend(ctx context.Context, s Surface, run *sandbox.Run, disp *d
 	disp.RunID = id
 	e := d.entry(id, s.Scope())
 	run.SetResultSink(e.sink)
+	if g := disp.Swarm; g != nil {
+		g.SetCheckpointSink(e.saveCheckpoint) // children keep their progress with the run
+	}
 	dr := &durableRun{run: run, disp: disp, restartSafe: restartSafe, layout: nsLayout(disp)}
 	if err := d.publish(ctx, s, e, dr, nil, nil); err != nil {
 		d.drop(e)
@@ -269,6 +276,9 @@ func (d *Runs) Wait(ctx context.Context, s Surface, runID string, start time.Tim
 		}
 		dr.fingerprint = env.Fingerprint
 		dr.run.SetResultSink(e.sink)
+		if g := dr.disp.Swarm; g != nil {
+			g.SetCheckpointSink(e.saveCheckpoint)
+		}
 	}
 	run, disp := dr.run, dr.disp
 
@@ -310,6 +320,7 @@ func (d *Runs) Wait(ctx context.Context, s Surface, runID string, start time.Tim
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	w.remote = run.Remote()
 	stop := w.poll(ctx)
 	out := run.Resume(ctx, lim)
@@ -386,6 +397,9 @@ func importRun(ctx context.Context, s Surface, id string, env recordState, st sa
 	st.Snapshot = snapshot
 	run, disp, err := s.Import(ctx, st, len(env.Namespaces) > 0, func(disp *dispatch.Dispatcher) error {
 		disp.RunID = id
+		if g := disp.Swarm; g != nil {
+			g.Import(env.Swarm) // the children it started so far (Surface.Import attached the group)
+		}
 		if len(env.Namespaces) > 0 {
 			return sameLayout(env.Namespaces, nsLayout(disp))
 		}
@@ -433,6 +447,15 @@ func (w *durableWait) apply(results map[string][]byte, first bool) {
 		switch {
 		case key == markerKey:
 			w.consumed[key] = true // an old marker (restartSafe run, or another version)
+		case isCheckpoint(key):
+			// A child agent's checkpoint: kept while its call runs, in case it must continue
+			// here; dropped with the call's result.
+			callID, _ := swarm.JournalCall(key)
+			if _, ended := results[callID]; ended {
+				w.consumed[key] = true
+			} else if g := w.disp.Swarm; g != nil {
+				g.Resume(callID, val)
+			}
 		case strings.HasSuffix(key, decisionSuffix):
 			callID := strings.TrimSuffix(key, decisionSuffix)
 			var dec api.Decision
@@ -687,4 +710,18 @@ func (d *Runs) Decide(ctx context.Context, scope api.RunContext, runID, callID s
 		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
 	}
 	return d.store.AddResult(ctx, runID, scope, key, b)
+}
+
+// flushNotes sends what the run's child agents noted to the progress sink of the wait that drove
+// them (as the root package's exec does after a drive).
+func flushNotes(disp *dispatch.Dispatcher) {
+	if g := disp.Swarm; g != nil && disp.Reporting() {
+		g.FlushNotes()
+	}
+}
+
+// isCheckpoint reports whether a stored result is a child agent's checkpoint.
+func isCheckpoint(key string) bool {
+	_, ok := swarm.JournalCall(key)
+	return ok
 }

@@ -118,12 +118,9 @@ func (p *profile) noTools() bool {
 }
 
 // approvals are the profile's rules first, then the gateway's.
-func (p *profile) approvals(global config.Approvals) api.Approvals {
-	out := api.Approvals{ExemptReadOnly: global.ExemptReadOnly || p.cfg.Tools.Approvals.ExemptReadOnly}
-	for _, r := range append(slices.Clone(p.cfg.Tools.Approvals.Rules), global.Rules...) {
-		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
-	}
-	return out
+func (p *profile) approvals(global api.Approvals) api.Approvals {
+	return api.Approvals{ExemptReadOnly: global.ExemptReadOnly || p.cfg.Tools.Approvals.ExemptReadOnly,
+		Rules: append(slices.Clone(p.cfg.Tools.Approvals.Rules), global.Rules...)}
 }
 
 // errBusy is a call refused by the principal's maxRunning.
