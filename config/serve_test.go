@@ -93,14 +93,6 @@ func TestSuspendedResolve(t *testing.T) {
 	}
 }
 
-func TestCheckToken(t *testing.T) {
-	for tok, ok := range map[string]bool{"0123456789abcdef": true, "short": false, "0123456789 abcdef": false, "0123456789abcdé€": false} {
-		if got := CheckToken(tok) == ""; got != ok {
-			t.Errorf("CheckToken(%q) ok=%v, want %v", tok, got, ok)
-		}
-	}
-}
-
 // TestPrincipals: serve.principals and serve.oauth decode into what the listener needs (issue 19
 // items 3 and 4).
 func TestPrincipals(t *testing.T) {

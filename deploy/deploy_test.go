@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"bytes"
 	"errors"
 	"io"
@@ -142,7 +143,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("CODEMODE_TOKEN does not come from the Secret")
 	}
 	token, _ := secretKeys[env["CODEMODE_TOKEN"]].(string)
-	if msg := config.CheckToken(token); msg != "" {
+	if msg := httpauth.CheckToken(token); msg != "" {
 		t.Errorf("the Secret's token: %s", msg)
 	}
 

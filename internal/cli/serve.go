@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"io"
 	stdlog "log"
 	"log/slog"
@@ -214,9 +215,9 @@ func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
 	}
 	token := hc.Token
 	if token == "" {
-		if token = os.Getenv(config.TokenEnv); token != "" {
-			if msg := config.CheckToken(token); msg != "" {
-				return listenSpec{}, fmt.Errorf("%s: %s", config.TokenEnv, msg)
+		if token = os.Getenv(httpauth.TokenEnv); token != "" {
+			if msg := httpauth.CheckToken(token); msg != "" {
+				return listenSpec{}, fmt.Errorf("%s: %s", httpauth.TokenEnv, msg)
 			}
 		}
 	}
@@ -228,7 +229,7 @@ func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
 		}
 		v, err := p.Token.Resolve()
 		if err == nil {
-			if msg := config.CheckToken(v); msg != "" {
+			if msg := httpauth.CheckToken(v); msg != "" {
 				err = errors.New(msg)
 			}
 		}
@@ -251,7 +252,7 @@ func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
 		}
 		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
 			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), give serve.principals their tokens, configure serve.oauth, or bind a loopback address such as 127.0.0.1:PORT",
-			addr, where, config.TokenEnv)
+			addr, where, httpauth.TokenEnv)
 	}
 	return listenSpec{addr: addr, opts: server.HTTPOptions{
 		Token: token, Principals: principals, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,

@@ -3,6 +3,7 @@ package trajectory
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"net/url"
 	"os"
 	"slices"
@@ -74,7 +75,7 @@ func ConfigSecrets(cfg *config.Config) []string {
 		}
 	}
 	add("", cfg.Serve.HTTP.Token)
-	add("", os.Getenv(config.TokenEnv))
+	add("", os.Getenv(httpauth.TokenEnv))
 	if r := cfg.RunStore.Redis; r != nil {
 		if u, err := url.Parse(r.URL); err == nil && u.User != nil {
 			p, _ := u.User.Password()
