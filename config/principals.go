@@ -75,9 +75,13 @@ type OAuth struct {
 // OAuthRule is one serve.oauth.principals rule: {scope: "codemode:admin", principal: "admin"},
 // {claim: "groups", value: "ops", principal: "ops"} or {principal: "user"} (matches every token).
 type OAuthRule struct {
-	Scope     string
-	Claim     string
-	Value     string
+	// Scope matches a token that carries this scope.
+	Scope string
+	// Claim and Value match a token whose claim Claim is, or contains, Value.
+	Claim string
+	// Value is the claim's value to match.
+	Value string
+	// Principal is the serve.principals name (its policy and limits) a matching token gets.
 	Principal string
 }
 

@@ -8,6 +8,7 @@ import (
 
 // Serve is the `serve` section: how `codemode serve` exposes itself over HTTP.
 type Serve struct {
+	// HTTP is the streamable HTTP listener (`codemode serve --http`).
 	HTTP ServeHTTP
 	// Trajectory is a file the gateway appends its audit log to: every exec, wait, direct and
 	// nested call, approval and progress update of every session, as JSON Lines (bounded,
