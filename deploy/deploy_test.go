@@ -1,9 +1,9 @@
 package deploy
 
 import (
-	"github.com/codemode-go/codemode/internal/httpauth"
 	"bytes"
 	"errors"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"io"
 	"os"
 	"os/exec"
