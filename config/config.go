@@ -15,12 +15,13 @@ package config
 import (
 	_ "embed"
 	"fmt"
-	"github.com/codemode-go/codemode/api"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 // Config is a parsed configuration file.

@@ -1,12 +1,13 @@
 package config
 
 import (
-	"github.com/codemode-go/codemode/api"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 // Principal is one client of `codemode serve --http` known by name (serve.principals). Its

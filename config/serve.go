@@ -1,9 +1,10 @@
 package config
 
 import (
-	"github.com/codemode-go/codemode/internal/httpauth"
 	"strings"
 	"time"
+
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // Serve is the `serve` section: how `codemode serve` exposes itself over HTTP.

@@ -1,10 +1,11 @@
 package config
 
 import (
-	"github.com/codemode-go/codemode/api"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 func TestServeHTTP(t *testing.T) {

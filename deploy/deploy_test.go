@@ -3,7 +3,6 @@ package deploy
 import (
 	"bytes"
 	"errors"
-	"github.com/codemode-go/codemode/internal/httpauth"
 	"io"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"go.yaml.in/yaml/v4"
 )
 

@@ -2,11 +2,12 @@ package server
 
 import (
 	"encoding/json"
-	"github.com/codemode-go/codemode/internal/httpauth"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // guard is the listener's front door, applied to every path before anything else runs:

@@ -3,13 +3,13 @@ package trajectory
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/codemode-go/codemode/internal/httpauth"
 	"net/url"
 	"os"
 	"slices"
 	"strings"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // Registered secrets are credentials the process knows — its configuration's tokens, header
