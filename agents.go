@@ -32,6 +32,8 @@ import (
 // API, which `codemode agent` and `codemode serve` use — is package agentloop: linked (by an
 // import, or through the gateway package) it is the default for a Swarm that names its model.
 type AgentRunner interface {
+	// RunAgent runs one child agent to its final answer, or fails (the cell's agents.run
+	// rejects with the error).
 	RunAgent(ctx context.Context, task *AgentTask) (answer string, err error)
 }
 

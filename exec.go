@@ -82,6 +82,7 @@ func (in ExecInput) args() execArgs {
 
 // WaitInput is the input of the wait tool.
 type WaitInput struct {
+	// RunID is the runId of a waiting result.
 	RunID string `json:"runId"`
 }
 

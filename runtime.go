@@ -6,7 +6,9 @@
 // A Runtime is created once per process. For each agent run, Activate turns the run's effective
 // tools into a Surface: the tools the model sees, and a handle that executes the model's exec,
 // wait and direct tool calls for that run (Handle, or Exec and Wait). See the package examples
-// and docs/semantics.md for the contract.
+// and docs/semantics.md for the contract; ids such as (X7) or (W3) in doc comments are its
+// anchors. The gateway package adds the tool sources the binary has: MCP servers, the built-in
+// workspace tools, plugins, and serving over MCP.
 package codemode
 
 import (
@@ -61,8 +63,9 @@ type Options struct {
 	// fallback.
 	Approver api.Approver
 	// Trajectory receives a record of every exec, wait, direct and nested call, approval and
-	// progress update (E2). internal/trajectory's writer (used by `codemode agent --transcript`
-	// and `serve.trajectory`) writes them as JSON Lines; events reach a Trajectory unsanitized.
+	// progress update (E2), unsanitized: the gateway's audit log (serve.trajectory) and
+	// `codemode agent --transcript` write them as bounded, redacted JSON Lines that
+	// `codemode trace` prints.
 	Trajectory api.Trajectory
 	// Resources reaches MCP resources and prompts for MCP.<server>.resources and .prompts.
 	Resources api.Resources
@@ -119,12 +122,18 @@ type Options struct {
 // there is none). Zero fields mean no bound, except MaxRuns (0: 1024); ConfigOptions fills them
 // from the configuration (runtime.suspended, whose unset figures follow the memory budget).
 type SuspendedLimits struct {
-	MaxRuns              int
-	MaxRunsPerPrincipal  int
-	MaxRunsPerSession    int
-	MaxBytes             int64
+	// MaxRuns bounds the suspended runs in all (with a shared store: fleet-wide).
+	MaxRuns int
+	// MaxRunsPerPrincipal bounds one principal's suspended runs.
+	MaxRunsPerPrincipal int
+	// MaxRunsPerSession bounds one session's suspended runs.
+	MaxRunsPerSession int
+	// MaxBytes bounds what all suspended runs' snapshots take.
+	MaxBytes int64
+	// MaxBytesPerPrincipal bounds one principal's snapshots.
 	MaxBytesPerPrincipal int64
-	MaxBytesPerSession   int64
+	// MaxBytesPerSession bounds one session's snapshots.
+	MaxBytesPerSession int64
 }
 
 // storeLimits maps the limits onto the run stores'.
@@ -487,10 +496,12 @@ type Stats struct {
 	// SuspendedBytes is what they count against the byte limits (Options.Suspended): their
 	// snapshots, and for a hot run the most its snapshot can take once evicted.
 	SuspendedBytes int
-	// HotRuns is how many of them keep a live VM, holding HotBytes of memory (linear memory
-	// capacity); HotEvictions counts the VMs snapshotted and closed to stay within the bounds.
-	HotRuns      int
-	HotBytes     int64
+	// HotRuns is how many of them keep a live VM, so that wait continues them in place.
+	HotRuns int
+	// HotBytes is the memory those VMs hold (their linear memories' capacity).
+	HotBytes int64
+	// HotEvictions counts the VMs snapshotted and closed to stay within HotRuns and
+	// HotMemoryBytes.
 	HotEvictions int64
 	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
 	RunStore RunStoreStats

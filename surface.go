@@ -18,9 +18,15 @@ import (
 
 // ModelTool is a tool definition as the model receives it.
 type ModelTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
+	// Name is the name the model calls the tool by: "exec", "wait", or a direct tool's name.
+	Name string `json:"name"`
+	// Title is an optional human-readable title.
+	Title string `json:"title,omitempty"`
+	// Description is what the model reads about the tool; exec's carries the instructions for
+	// writing cells and the catalog's quick index.
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's arguments, as the provider's tool
+	// definition takes it.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema describes the tool's structured result (its details / structuredContent).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`

@@ -34,9 +34,12 @@ const (
 // an exec or wait lists the nested calls whose results it delivered into the VM (Delivered), so
 // a support bundle can show exec → nested calls, wait → the calls it delivered.
 type TrajectoryEvent struct {
-	Kind string     `json:"kind"`
-	Time time.Time  `json:"time"` // when the call started, or when the event happened
-	Run  RunContext `json:"run"`
+	// Kind is one of the Event* constants.
+	Kind string `json:"kind"`
+	// Time is when the call started, or when the event happened.
+	Time time.Time `json:"time"`
+	// Run is the run the event belongs to.
+	Run RunContext `json:"run"`
 	// CallID identifies the call: the model's tool call id for control and direct calls,
 	// "<exec call id>/<n>" for nested calls.
 	CallID string `json:"callId"`
@@ -49,8 +52,9 @@ type TrajectoryEvent struct {
 	Tool string `json:"tool"`
 	// Title is an exec's optional title (one bounded line).
 	Title string `json:"title,omitempty"`
-	// Input is what ran; OriginalInput is what was asked for, when a hook rewrote it.
-	Input         json.RawMessage `json:"input,omitempty"`
+	// Input is what ran.
+	Input json.RawMessage `json:"input,omitempty"`
+	// OriginalInput is what was asked for, when a hook rewrote it.
 	OriginalInput json.RawMessage `json:"originalInput,omitempty"`
 	// Status: completed, waiting or failed for control calls; ok or error for tool calls;
 	// requested for approval requests; approved, rejected or expired for decisions; for child
@@ -60,7 +64,8 @@ type TrajectoryEvent struct {
 	// Result is the call's result (bounded, secrets redacted): the CodeModeResult of a control
 	// call, the tool's result of a tool call.
 	Result json.RawMessage `json:"result,omitempty"`
-	Error  string          `json:"error,omitempty"`
+	// Error says why a call failed.
+	Error string `json:"error,omitempty"`
 	// DurationMs is the call's wall time.
 	DurationMs int64 `json:"durationMs,omitempty"`
 	// Delivered lists the nested calls whose results this exec or wait delivered into the VM.
@@ -73,11 +78,14 @@ type TrajectoryEvent struct {
 
 // ApprovalInfo details an approval event.
 type ApprovalInfo struct {
+	// Prompt is what the person was asked.
 	Prompt string `json:"prompt,omitempty"`
 	// By says who decided: "person" (through an Approver or the library's Decide), "fallback"
 	// (nobody could be asked), "timeout", "policy".
-	By      string    `json:"by,omitempty"`
-	Reason  string    `json:"reason,omitempty"`
+	By string `json:"by,omitempty"`
+	// Reason is the decision's reason (shown to the cell on a rejection).
+	Reason string `json:"reason,omitempty"`
+	// Expires is when an approval request is rejected if nobody decides.
 	Expires time.Time `json:"expires,omitzero"`
 }
 
@@ -85,5 +93,6 @@ type ApprovalInfo struct {
 // it describes, possibly from many goroutines at once: implementations must be quick and safe for
 // concurrent use (buffer, never block on a slow disk or network).
 type Trajectory interface {
+	// Record receives one event.
 	Record(ev TrajectoryEvent)
 }

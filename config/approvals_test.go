@@ -1,11 +1,12 @@
 package config
 
 import (
-	"github.com/codemode-go/codemode/api"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 func TestApprovals(t *testing.T) { // issue 11: tools.approvals

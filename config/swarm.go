@@ -45,8 +45,11 @@ type Swarm struct {
 // SwarmTools filters the tools children get: names or catalog ids with '*' and '?' globs, like
 // tools.allow and tools.deny. Allow nil means all of the parent's tools.
 type SwarmTools struct {
+	// Allow, when non-nil, is the only set of the parent's tools a child gets (names or catalog
+	// ids, with globs).
 	Allow []string
-	Deny  []string
+	// Deny removes tools after Allow.
+	Deny []string
 }
 
 // SwarmModel is the model provider of the children (the gateway then calls a model itself).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -142,7 +143,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("CODEMODE_TOKEN does not come from the Secret")
 	}
 	token, _ := secretKeys[env["CODEMODE_TOKEN"]].(string)
-	if msg := config.CheckToken(token); msg != "" {
+	if msg := httpauth.CheckToken(token); msg != "" {
 		t.Errorf("the Secret's token: %s", msg)
 	}
 

@@ -162,7 +162,7 @@ func (s *Server) newProfiles(cfg *config.Config) {
 func (s *Server) newProfile(name string, pc config.Principal) *profile {
 	p := &profile{name: name, cfg: pc, names: map[string]bool{}, wire: map[string]json.RawMessage{}, running: map[string]int{}}
 	var sdkLog = s.sdkLog
-	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, &mcp.ServerOptions{
+	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: s.version}, &mcp.ServerOptions{
 		Logger:       sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
