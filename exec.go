@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
@@ -482,9 +483,8 @@ func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.Ex
 // it carries the runId and when to retry (the other wait's end, or its lease running out when
 // its replica died).
 func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
-	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
-	res.RunID = runID
-	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	res := durable.Busy(runID, err)
+	res.Telemetry = s.telemetry(start)
 	return res
 }
 

@@ -29,6 +29,7 @@ import (
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/results"
@@ -245,7 +246,7 @@ type Runtime struct {
 	engineErr error
 	mod       *quickjs.Module
 	store     runstore.Backend
-	durable   *durableRuns // nil without Options.RunStore
+	durable   *durable.Runs // nil without Options.RunStore
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
@@ -301,7 +302,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		rt.adm = opts.admitter
 	}
 	if opts.RunStore != nil && opts.RunStore.d != nil {
-		rt.durable = newDurableRuns(opts.RunStore.d, log, cm.SnapshotTTL())
+		rt.durable = durable.New(opts.RunStore.d, log, cm.SnapshotTTL())
 	}
 	rt.results = results.NewMemory(opts.resultLimits)
 	if rs, ok := opts.RunStore.durable().(interface {
@@ -331,7 +332,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	}
 	if rt.engine != nil && rt.durable != nil {
-		rt.engine.SetOwner(rt.durable.owner)
+		rt.engine.SetOwner(rt.durable.Owner())
 	}
 	return rt, nil
 }
@@ -458,10 +459,7 @@ func (rt *Runtime) CodeMode() config.CodeMode {
 // existed.
 func (rt *Runtime) CancelRun(runID string) bool {
 	if d := rt.durable; d != nil {
-		d.cancelLocal(runID)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		ok, err := d.store.Cancel(ctx, runID)
+		ok, err := d.Cancel(runID)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a run", "run", runID, "err", err)
 		}
@@ -475,17 +473,14 @@ func (rt *Runtime) CancelRun(runID string) bool {
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
 	if rt.results != nil {
-		ctx, cancel := storeCtx()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := rt.results.DropSession(ctx, sessionKey); err != nil {
 			rt.log.Warn("result store: cannot drop a session's results", "session", sessionKey, "err", err)
 		}
 		cancel()
 	}
 	if d := rt.durable; d != nil {
-		d.cancelSessionLocal(sessionKey)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		n, err := d.store.CancelSession(ctx, sessionKey)
+		n, err := d.EndSession(sessionKey)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a session's runs", "session", sessionKey, "err", err)
 		}
@@ -543,9 +538,10 @@ func (rt *Runtime) Stats() Stats {
 	st := Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
-		st.SuspendedRuns, st.SuspendedBytes = d.stats()
-		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
-			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
+		ds := d.Stats()
+		st.SuspendedRuns, st.SuspendedBytes = ds.Runs, ds.Bytes
+		st.RunStore = RunStoreStats{Takeovers: ds.Takeovers, ReissuedCalls: ds.Reissued, LostCalls: ds.Lost,
+			BusyWaits: ds.Busy, WriteFailures: ds.WriteFailures}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
@@ -567,7 +563,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 	if rt.durable == nil {
 		return nil
 	}
-	return rt.durable.drain(ctx)
+	return rt.durable.Drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close
@@ -575,7 +571,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.durable != nil {
-		rt.durable.close() // the records stay in the store for the other processes
+		rt.durable.Close() // the records stay in the store for the other processes
 	}
 	if rt.swarm != nil {
 		// The runs are gone and their children cancelled: give them a moment to record how

@@ -206,23 +206,35 @@ func (r *Run) startCall(c *call, free bool) {
 		defer r.wg.Done()
 		defer cancel()
 		res, err := r.safeAsync(cctx, hc)
-		r.mu.Lock()
-		if free {
-			r.free--
-		} else {
-			r.running--
+		done := func() { // the call stops counting in Running (and frees its slot)
+			if free {
+				r.free--
+			} else {
+				r.running--
+			}
 		}
+		r.mu.Lock()
 		if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
 			delete(r.awaiting, hc.n)
 		}
 		if hc.withdrawn {
 			// Export is withdrawing the call: it decides whether this completion counts.
 			hc.held = &completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted}
+			done()
 			r.mu.Unlock()
 			return
 		}
 		r.mu.Unlock()
+		// The result first, then the count: Running stays above 0 until the completion is ready
+		// for the VM and, for a suspended run, handed to the result sink (the shared store), so a
+		// process that drains until Running is 0, or closes a run whose Running is 0, never drops
+		// a result on its way (issue 20: a rolling restart lost one). The second wake lets a
+		// driving VM start queued calls in the slot this frees.
 		r.push(completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted})
+		r.mu.Lock()
+		done()
+		r.mu.Unlock()
+		r.wake()
 	}()
 }
 
