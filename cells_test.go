@@ -15,7 +15,6 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
-	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
@@ -406,8 +405,8 @@ func TestIdleCellsLeaveSlotsFree(t *testing.T) {
 		c.Tools.CodeMode.MemoryLimitBytes = 16 << 20
 		c.Runtime.Admission = config.Admission{MaxRunning: 2, MaxQueued: 64, MemoryBudgetBytes: 64 * (16<<20 + 8<<20)}
 	})
-	adm := admission.New(admission.Derive(cfg))
-	rt := newRuntime(t, cfg, func(o *Options) { o.Admission = adm })
+	rt := newRuntime(t, cfg, func(o *Options) { o.Admission = &cfg.Runtime.Admission })
+	adm := rt.admc
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup

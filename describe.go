@@ -11,7 +11,7 @@ import (
 // execDescription is the model-visible description of exec: how to write a cell, the guest API,
 // the `-> ?` rule (Q2), whether MCP servers and their virtual declaration files exist (Q4, M3),
 // and the quick index of trusted tools (Q1). It contains no tool descriptions.
-func execDescription(cat *catalog.Catalog, languages []string, namespaces []*namespace.Entry) string {
+func execDescription(cat *catalog.Catalog, languages []string, namespaces []*namespace.Entry, swarmPrompt string) string {
 	var b strings.Builder
 	b.WriteString("Run a short ")
 	names := make([]string, len(languages))
@@ -53,6 +53,8 @@ Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> 
 			b.WriteString("\n")
 		}
 	}
+	// Child agents (agents.run, phase, log): only where this run may start them.
+	b.WriteString(swarmPrompt)
 	if qi := cat.QuickIndex(); qi != "" {
 		b.WriteString("Tools (call → input -> output):\n")
 		b.WriteString(qi)

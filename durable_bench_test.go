@@ -80,7 +80,7 @@ func BenchmarkDurable(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				r := execCode(b, sa, code)
-				u, _ := a.durable.store.Usage(ctx)
+				u, _ := a.durable.Store().Usage(ctx)
 				bytes += u.Bytes
 				b.StartTimer()
 				if w := waiter.Wait(ctx, "w", WaitInput{RunID: r.RunID}); w.Status != api.StatusCompleted {

@@ -186,6 +186,37 @@ func TestDurableFleet(t *testing.T) { // issue 15 items 2–3: exec on A, A dies
 		}
 	})
 
+	// issue 20 item 3 (the double reissue of TestFleet/Kill9): a wait on the process whose calls
+	// are in flight lasts longer than a heartbeat is believed; the process must keep
+	// heartbeating for those calls meanwhile, or the next wait elsewhere finds the owner "dead"
+	// right after it and reissues (replay-safe) or loses (the rest) a call that is running.
+	t.Run("OwnerHeartbeatsDuringItsOwnWait", func(t *testing.T) {
+		f := newFleet(t)
+		long := func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 900 } // > the 400 ms heartbeat
+		_, sa := f.process(t, "A", fleetScope, long, nil)
+		_, sb := f.process(t, "B", fleetScope, long, nil)
+		res := execCode(t, sa, `try { return await tools.charge({cents: 7}) } catch (e) { return e.code }`)
+		if res.Status != api.StatusWaiting {
+			t.Fatalf("%+v", res)
+		}
+		// A's own wait: hot, holds the run for its whole 900 ms, nothing settles.
+		if r := sa.Wait(context.Background(), "wa", WaitInput{RunID: res.RunID}); r.Status != api.StatusWaiting {
+			t.Fatalf("%+v", r)
+		}
+		// B right after: A is alive, its charge still runs; B must wait for it, not settle it.
+		if r := sb.Wait(context.Background(), "wb", WaitInput{RunID: res.RunID}); r.Status != api.StatusWaiting {
+			t.Fatalf("B settled a live owner's call: %+v %s", r, r.Value)
+		}
+		close(f.tools.release)
+		got := waitUntilDone(t, sb, res.RunID)
+		if got.Status != api.StatusCompleted || string(got.Value) != `{"by":"A","tool":"charge"}` {
+			t.Fatalf("%+v %s", got, got.Value)
+		}
+		if f.tools.runs("A/charge") != 1 || f.tools.runs("B/charge") != 0 {
+			t.Fatalf("%v", f.tools.ran)
+		}
+	})
+
 	t.Run("HotOnTheSameProcess", func(t *testing.T) {
 		f := newFleet(t)
 		a, sa := f.process(t, "A", fleetScope, nil, nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/relay"
@@ -82,6 +83,7 @@ func (in ExecInput) args() execArgs {
 
 // WaitInput is the input of the wait tool.
 type WaitInput struct {
+	// RunID is the runId of a waiting result.
 	RunID string `json:"runId"`
 }
 
@@ -192,6 +194,7 @@ func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *
 		input, _ = json.Marshal(string(args))
 	}
 	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	s.observe(name, "", &res, nil)
 	return &res
 }
 
@@ -238,6 +241,7 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
+	s.observe("exec", "", &res, nil)
 	return res
 }
 
@@ -248,6 +252,7 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 		return
 	}
 	tr.Status, tr.Error = res.Status, res.Error
+	tr.ParentCallID = s.parentCall()
 	tr.DurationMs = time.Since(tr.Time).Milliseconds()
 	tr.Result, _ = json.Marshal(res)
 	t.Record(*tr)
@@ -306,6 +311,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	disp.SetProgress(progress.From(ctx))
 	disp.SetClient(relay.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
 		if res, refused := s.storeRefuses(ctx, start); refused {
@@ -314,7 +320,8 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	s.attachSwarm(disp)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON, Swarm: disp.Swarm != nil})
 	if rt.durable != nil && out.Status == api.StatusWaiting {
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
@@ -355,6 +362,7 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 		Input: input, CodeModeRunID: in.RunID}
 	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
+	s.observe("wait", in.RunID, &res, nil)
 	return res
 }
 
@@ -385,6 +393,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	sr.disp.SetProgress(progress.From(ctx))
 	sr.disp.SetClient(relay.From(ctx))
 	defer sr.disp.SetProgress(nil)
+	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.
@@ -396,13 +405,11 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
 }
 
-// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
-// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM. The
-// gateway's controller (internal/admission) also frees the slot's CPU share while the VM only
-// waits for nested calls or timers (issue 18 item 4); any other Admission holds its slot for
-// the VM's whole life.
+// admit wires admission control (Options.Admission) into one exec or wait: the sandbox asks for
+// a slot, keyed by principal (or session) for fairness, right before it runs a VM, and gives
+// its CPU share back while the VM only waits for nested calls or timers (issue 18 item 4).
 func (s *Surface) admit(lim *sandbox.Limits) {
-	a := s.rt.opts.Admission
+	a := s.rt.adm
 	if a == nil {
 		return
 	}
@@ -410,28 +417,29 @@ func (s *Surface) admit(lim *sandbox.Limits) {
 	if s.run.Principal != "" {
 		key = "principal:" + s.run.Principal // one principal's sessions share one fair share
 	}
-	if sa, ok := a.(slotAdmission); ok {
-		lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-			sl, err := sa.AcquireSlot(ctx, key)
-			if err != nil {
-				return nil, err // not a typed nil in the interface
-			}
-			return sl, nil
-		}
-		return
-	}
 	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
-		release, err := a.Acquire(ctx, key)
+		sl, err := a.AcquireSlot(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, err // not a typed nil in the interface
 		}
-		return sandbox.ReleaseSlot(release), nil
+		return sl, nil
 	}
 }
 
-// slotAdmission is an Admission that can tell an idle VM from a running one (internal/admission).
-type slotAdmission interface {
-	AcquireSlot(ctx context.Context, session string) (*admission.Slot, error)
+// admitter hands out VM slots: internal/admission's Controller, or a test's stand-in.
+type admitter interface {
+	AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error)
+}
+
+// controllerAdmitter is the admission controller as an admitter.
+type controllerAdmitter struct{ c *admission.Controller }
+
+func (a controllerAdmitter) AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error) {
+	sl, err := a.c.AcquireSlot(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sl, nil
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the
@@ -478,9 +486,8 @@ func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.Ex
 // it carries the runId and when to retry (the other wait's end, or its lease running out when
 // its replica died).
 func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
-	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
-	res.RunID = runID
-	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	res := durable.Busy(runID, err)
+	res.Telemetry = s.telemetry(start)
 	return res
 }
 
@@ -502,6 +509,7 @@ func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatch
 		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gateOf(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
 		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
+		ResultsRunID: s.rootRun(),
 	}
 }
 

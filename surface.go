@@ -13,13 +13,20 @@ import (
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // ModelTool is a tool definition as the model receives it.
 type ModelTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
+	// Name is the name the model calls the tool by: "exec", "wait", or a direct tool's name.
+	Name string `json:"name"`
+	// Title is an optional human-readable title.
+	Title string `json:"title,omitempty"`
+	// Description is what the model reads about the tool; exec's carries the instructions for
+	// writing cells and the catalog's quick index.
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's arguments, as the provider's tool
+	// definition takes it.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema describes the tool's structured result (its details / structuredContent).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -52,6 +59,10 @@ type Surface struct {
 	// between runs with identical definitions, but execution always uses the run's tools (A9).
 	byID   map[string]*api.Tool
 	byName map[string]*api.Tool
+	// eff are the run's effective tools in order (what a child's tools are taken from).
+	eff []*api.Tool
+	// child is set on a child agent's surface (agents.run): its depth, its parent call.
+	child *childInfo
 	// gate replaces the runtime's for this surface's calls (WithApprovals); nil: the runtime's.
 	gate *dispatch.Gate
 }
@@ -126,6 +137,9 @@ func (s *Surface) APIFile(path string) (string, error) {
 	if s.cached == nil {
 		return "", fmt.Errorf("code mode is not active in this run")
 	}
+	if path == swarm.FilePath && s.swarmOn() {
+		return s.rt.swarm.DTS(s.depth()), nil
+	}
 	return s.cached.cat.APIRead(path)
 }
 
@@ -172,10 +186,15 @@ func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
 // Options.Policy applies first (A3); tools named in Policy.DirectOnly, or declaring DirectOnly,
 // stay model-visible; every other tool is catalogued behind exec (A5–A6).
 func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
-	tools = append(slices.Clip(tools), rt.pluginTools()...)
+	return rt.activate(rc, append(slices.Clip(tools), rt.pluginTools()...), nil)
+}
+
+// activate is Activate over the given tools (plugin tools included); child is set for a child
+// agent's surface.
+func (rt *Runtime) activate(rc api.RunContext, tools []*api.Tool, child *childInfo) *Surface {
 	pol := rt.policy(rc)
 	s := &Surface{rt: rt, run: rc, byID: map[string]*api.Tool{}, byName: map[string]*api.Tool{},
-		direct: map[string]bool{}}
+		direct: map[string]bool{}, child: child}
 	directOnly := map[string]bool{}
 	for _, n := range rt.opts.Policy.DirectOnly {
 		directOnly[n] = false // true once it matched a tool
@@ -211,6 +230,7 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		eff = append(eff, t)
 		s.byID[id] = t
 	}
+	s.eff = eff
 	for _, n := range rt.opts.Policy.DirectOnly {
 		if !directOnly[n] {
 			s.warn(fmt.Sprintf("directOnly entry %q matches no tool of this run (give a tool name or a catalog id such as native:core:read or mcp:server:tool)", n))
@@ -219,7 +239,11 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 	if !rt.cm.PrefersModel(rc.Model) || pol.NoTools() {
 		// A4, A7: exposure unchanged (and no tools at all for a no-tool run); with activation
 		// "auto", also for a model that does not prefer code mode (issue 22 item 9).
-		for _, t := range eff {
+		list := eff
+		if child != nil && child.submit != nil && !pol.NoTools() {
+			list = append([]*api.Tool{child.submit.tool()}, eff...) // see below
+		}
+		for _, t := range list {
 			if _, dup := s.byName[t.Name]; dup {
 				s.warn(fmt.Sprintf("two tools are named %q; the model sees only %s", t.Name, s.byName[t.Name].ID()))
 				continue
@@ -241,8 +265,14 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		s.warn(w)
 	}
 	s.namespaces = rt.namespaces.Visible(func(id string) bool { return cat.Lookup(id) != nil })
-	s.tools = []ModelTool{rt.execTool(cat, s.namespaces), waitTool()}
-	for _, t := range s.cached.cat.DirectOnly {
+	s.tools = []ModelTool{rt.execTool(cat, s.namespaces, s.swarmOn()), waitTool()}
+	direct := s.cached.cat.DirectOnly
+	if child != nil && child.submit != nil {
+		// A child asked for a structured result submits it with this tool: model-visible,
+		// outside the policy and the catalog (it is the runtime's, not a tool of the run).
+		direct = append([]*api.Tool{child.submit.tool()}, direct...)
+	}
+	for _, t := range direct {
 		if _, dup := s.byName[t.Name]; dup || t.Name == "exec" || t.Name == "wait" {
 			s.warn(fmt.Sprintf("direct-only tool %s is not shown: its name %q is taken", t.ID(), t.Name))
 			continue
@@ -351,10 +381,14 @@ func fingerprint(tools []*api.Tool) string {
 // exec itself, since a flat schema cannot say "one of".
 const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"title":{"type":"string","description":"Optional short label for this cell (at most 120 characters), shown in progress and logs."},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."},"command":{"type":"string","description":"Alias of code, for hook policies: give code (or command, not different values)."}},"additionalProperties":false}`
 
-func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry) ModelTool {
+func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry, swarmOn bool) ModelTool {
 	langs, _ := json.Marshal(rt.cm.Languages)
 	schema := strings.Replace(execSchemaTemplate, "LANGS", string(langs), 1)
-	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages, ns), InputSchema: json.RawMessage(schema)}
+	swarmPrompt := ""
+	if swarmOn {
+		swarmPrompt = rt.swarm.Prompt()
+	}
+	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages, ns, swarmPrompt), InputSchema: json.RawMessage(schema)}
 }
 
 func waitTool() ModelTool {

@@ -383,6 +383,7 @@ func TestToolsPolicy(t *testing.T) { // A3, A7: absent allow differs from an emp
 	}`)
 	want := Tools{
 		CodeMode:   fileCodeMode(),
+		Swarm:      DefaultSwarm(),
 		Allow:      []string{"read", "native:core:*", "mcp:github:*"},
 		Deny:       []string{"write", "mcp:*:delete_?"},
 		DirectOnly: []string{"image"},
@@ -741,5 +742,52 @@ func TestPlugins(t *testing.T) {
 		if got := parseErr(t, tt.src); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.src, got, tt.want)
 		}
+	}
+}
+
+// TestSwarm: tools.swarm is a gate of its own (issue 25): off unless enabled, limits with their
+// defaults, the children's model and tools, and Validate for values built in Go.
+func TestSwarm(t *testing.T) {
+	if s := mustParse(t, `{}`).Tools.Swarm; s.Enabled || !reflect.DeepEqual(s, DefaultSwarm()) {
+		t.Fatalf("absent: %+v", s)
+	}
+	if s := Default().Tools.Swarm; s.Enabled || !reflect.DeepEqual(s, DefaultSwarm()) {
+		t.Fatalf("default.json5: %+v", s)
+	}
+	if !mustParse(t, `{tools: {swarm: true}}`).Tools.Swarm.Enabled || mustParse(t, `{tools: {swarm: {maxConcurrent: 4}}}`).Tools.Swarm.Enabled {
+		t.Fatal("only true or enabled: true enables")
+	}
+	if mustParse(t, `{tools: {codeMode: true}}`).Tools.Swarm.Enabled {
+		t.Fatal("code mode alone enabled the swarm")
+	}
+	s := mustParse(t, `{tools: {swarm: {enabled: true, maxConcurrent: 2, maxChildrenPerGroup: 3, maxTotalPerGroup: 4,
+		maxDepth: 2, maxRunning: 5, childTimeoutSeconds: 6, maxTurns: 7, tools: {allow: ["read"], deny: ["mcp:*"]},
+		model: {provider: "anthropic", baseUrl: "http://127.0.0.1:1", model: "m", apiKey: {env: "K"}, models: ["m*"]}}}}`).Tools.Swarm
+	want := Swarm{Enabled: true, MaxConcurrent: 2, MaxChildrenPerGroup: 3, MaxTotalPerGroup: 4, MaxDepth: 2, MaxRunning: 5,
+		ChildTimeoutSeconds: 6, MaxTurns: 7, Tools: SwarmTools{Allow: []string{"read"}, Deny: []string{"mcp:*"}},
+		Model: &SwarmModel{Provider: "anthropic", BaseURL: "http://127.0.0.1:1", Model: "m", APIKey: Secret{Env: "K"}, Models: []string{"m*"}, TimeoutMs: 300000}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("%+v\nwant %+v", s, want)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Model.AllowedModels(); !reflect.DeepEqual(got, []string{"m*"}) {
+		t.Fatal(got)
+	}
+	if got := (SwarmModel{Model: "only"}).AllowedModels(); !reflect.DeepEqual(got, []string{"only"}) {
+		t.Fatal(got)
+	}
+	bad := Swarm{MaxConcurrent: 9, MaxChildrenPerGroup: 5, MaxTotalPerGroup: 4, MaxDepth: 0, MaxRunning: 1, ChildTimeoutSeconds: 1, MaxTurns: 1,
+		Model: &SwarmModel{Provider: "x", TimeoutMs: 1}}
+	err := bad.Validate()
+	for _, want := range []string{"tools.swarm.maxDepth: 0", "maxConcurrent: 9 is more than maxChildrenPerGroup", "maxChildrenPerGroup: 5 is more than maxTotalPerGroup",
+		"tools.swarm.model.provider", "tools.swarm.model.model", "tools.swarm.model.timeoutMs"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v lacks %q", err, want)
+		}
+	}
+	if err := (Swarm{}).WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

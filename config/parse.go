@@ -222,20 +222,22 @@ func (d *decoder) unknownKeys(p path, m map[string]any, known []string) {
 
 // misplaced gives hints for keys that are valid elsewhere or in other tools' config formats.
 var misplaced = map[string]string{
-	"mcpServers":       "MCP servers go in mcp: { servers: { … } }",
-	"codeMode":         "did you mean tools.codeMode?",
-	"servers":          "did you mean mcp.servers?",
-	"compileCache":     "did you mean runtime.compileCache?",
-	"admission":        "did you mean runtime.admission?",
-	"suspended":        "did you mean runtime.suspended?",
-	"redis":            "did you mean runStore.redis?",
-	"runtime.runStore": "runStore is a top-level section, not part of runtime",
-	"token":            "did you mean serve.http.token?",
-	"http":             "did you mean serve.http?",
-	"serve.token":      "did you mean serve.http.token?",
-	"tools.mcpServers": "MCP servers go in the top-level mcp: { servers: { … } }",
-	"tools.mcp":        "mcp is a top-level section, not part of tools",
-	"tools.alsoAllow":  "did you mean tools.sandbox.tools.alsoAllow?",
+	"mcpServers":           "MCP servers go in mcp: { servers: { … } }",
+	"codeMode":             "did you mean tools.codeMode?",
+	"servers":              "did you mean mcp.servers?",
+	"compileCache":         "did you mean runtime.compileCache?",
+	"admission":            "did you mean runtime.admission?",
+	"suspended":            "did you mean runtime.suspended?",
+	"redis":                "did you mean runStore.redis?",
+	"runtime.runStore":     "runStore is a top-level section, not part of runtime",
+	"token":                "did you mean serve.http.token?",
+	"http":                 "did you mean serve.http?",
+	"serve.token":          "did you mean serve.http.token?",
+	"tools.mcpServers":     "MCP servers go in the top-level mcp: { servers: { … } }",
+	"tools.mcp":            "mcp is a top-level section, not part of tools",
+	"tools.alsoAllow":      "did you mean tools.sandbox.tools.alsoAllow?",
+	"swarm":                "did you mean tools.swarm?",
+	"tools.codeMode.swarm": "swarm is tools.swarm, beside codeMode",
 	// Other MCP clients' server entries.
 	"mcp.servers.*.type":        "the transport follows from command (stdio) or url (HTTP); remove type",
 	"mcp.servers.*.transport":   "the transport follows from command (stdio) or url (HTTP); remove transport",
@@ -397,13 +399,16 @@ func (d *decoder) config(m map[string]any, cfg *Config) {
 }
 
 func (d *decoder) tools(p path, v any, t *Tools) {
-	m, ok := d.object(p, v, "codeMode", "allow", "deny", "disableTools", "directOnly",
+	m, ok := d.object(p, v, "codeMode", "swarm", "allow", "deny", "disableTools", "directOnly",
 		"approvals", "exec", "webFetch", "sandbox")
 	if !ok {
 		return
 	}
 	if v, ok := m["codeMode"]; ok {
 		d.codeMode(p.key("codeMode"), v, &t.CodeMode)
+	}
+	if v, ok := m["swarm"]; ok {
+		d.swarm(p.key("swarm"), v, &t.Swarm) // issue 25
 	}
 	d.setStrings(p, m, "allow", &t.Allow)
 	d.setStrings(p, m, "deny", &t.Deny)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 // Principal is one client of `codemode serve --http` known by name (serve.principals). Its
@@ -39,7 +41,7 @@ type PrincipalTools struct {
 	// DirectOnly names tools the principal's model sees directly beside exec and wait.
 	DirectOnly []string
 	// Approvals are checked before the gateway's tools.approvals rules.
-	Approvals Approvals
+	Approvals api.Approvals
 }
 
 // OAuth is serve.oauth: the listener is an OAuth 2.1 resource server (the MCP authorization
@@ -74,9 +76,13 @@ type OAuth struct {
 // OAuthRule is one serve.oauth.principals rule: {scope: "codemode:admin", principal: "admin"},
 // {claim: "groups", value: "ops", principal: "ops"} or {principal: "user"} (matches every token).
 type OAuthRule struct {
-	Scope     string
-	Claim     string
-	Value     string
+	// Scope matches a token that carries this scope.
+	Scope string
+	// Claim and Value match a token whose claim Claim is, or contains, Value.
+	Claim string
+	// Value is the claim's value to match.
+	Value string
+	// Principal is the serve.principals name (its policy and limits) a matching token gets.
 	Principal string
 }
 

@@ -1,13 +1,15 @@
 package config
 
 import (
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // Serve is the `serve` section: how `codemode serve` exposes itself over HTTP.
 type Serve struct {
+	// HTTP is the streamable HTTP listener (`codemode serve --http`).
 	HTTP ServeHTTP
 	// Trajectory is a file the gateway appends its audit log to: every exec, wait, direct and
 	// nested call, approval and progress update of every session, as JSON Lines (bounded,
@@ -171,9 +173,6 @@ const (
 	defaultMaxConnectionsPerClient   = 256
 )
 
-// TokenEnv is the environment variable that supplies serve.http.token when the file has none.
-const TokenEnv = "CODEMODE_TOKEN"
-
 func (d *decoder) serve(p path, v any, s *Serve) {
 	m, ok := d.object(p, v, "http", "trajectory", "principals", "oauth")
 	if !ok {
@@ -200,13 +199,13 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	}
 	d.setString(hp, h, "token", &s.HTTP.Token)
 	if _, set := h["token"]; set {
-		if msg := CheckToken(s.HTTP.Token); msg != "" {
+		if msg := httpauth.CheckToken(s.HTTP.Token); msg != "" {
 			d.errorf(hp.key("token"), "%s", msg)
 		}
 	}
 	d.setStrings(hp, h, "allowedOrigins", &s.HTTP.AllowedOrigins)
 	for i, o := range s.HTTP.AllowedOrigins {
-		if norm, msg := NormalizeOrigin(o); msg != "" {
+		if norm, msg := httpauth.NormalizeOrigin(o); msg != "" {
 			d.errorf(hp.key("allowedOrigins").index(i), "%s", msg)
 		} else {
 			s.HTTP.AllowedOrigins[i] = norm
@@ -230,42 +229,6 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	if v, ok := h["requestStateKey"]; ok {
 		d.secret(hp.key("requestStateKey"), v, &s.HTTP.RequestStateKey)
 	}
-}
-
-// CheckToken returns why token cannot be a bearer token, or "". The same rule applies to
-// CODEMODE_TOKEN.
-func CheckToken(token string) string {
-	if len(token) < 16 {
-		return "a token must be at least 16 characters (use a random one, e.g. `openssl rand -hex 32`)"
-	}
-	if len(token) > 4096 {
-		return "a token must be at most 4096 characters"
-	}
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c > '~' {
-			return "a token must be printable ASCII without spaces"
-		}
-	}
-	return ""
-}
-
-// NormalizeOrigin returns origin as browsers send it (scheme://host[:port], lower case, no
-// default port), or why it is not an origin.
-func NormalizeOrigin(origin string) (string, string) {
-	u, err := url.Parse(origin)
-	switch {
-	case err != nil || u.Scheme == "" || u.Host == "":
-		return "", "expected an origin such as \"https://app.example.com\""
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", "an origin must use http or https"
-	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
-		return "", "an origin is scheme://host[:port] only, without user, path, query or fragment"
-	}
-	host := strings.ToLower(u.Host)
-	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		host = strings.TrimSuffix(host, ":"+p)
-	}
-	return u.Scheme + "://" + host, ""
 }
 
 func (d *decoder) runtime(p path, v any, r *Runtime) {

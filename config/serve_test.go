@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 func TestServeHTTP(t *testing.T) {
@@ -92,14 +94,6 @@ func TestSuspendedResolve(t *testing.T) {
 	}
 }
 
-func TestCheckToken(t *testing.T) {
-	for tok, ok := range map[string]bool{"0123456789abcdef": true, "short": false, "0123456789 abcdef": false, "0123456789abcdé€": false} {
-		if got := CheckToken(tok) == ""; got != ok {
-			t.Errorf("CheckToken(%q) ok=%v, want %v", tok, got, ok)
-		}
-	}
-}
-
 // TestPrincipals: serve.principals and serve.oauth decode into what the listener needs (issue 19
 // items 3 and 4).
 func TestPrincipals(t *testing.T) {
@@ -115,7 +109,7 @@ func TestPrincipals(t *testing.T) {
 	want := []Principal{
 		{Name: "ci", Token: Secret{Env: "TOKEN_CI"}, MaxRunning: 4, Tools: PrincipalTools{Allow: []string{"native:core:*"},
 			Deny: []string{"native:core:write"}, DirectOnly: []string{"screenshot"},
-			Approvals: Approvals{Rules: []ApprovalRule{{Match: "mcp:*:delete*"}}}}},
+			Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "mcp:*:delete*"}}}}},
 		{Name: "ops"},
 	}
 	if !reflect.DeepEqual(cfg.Serve.Principals, want) {

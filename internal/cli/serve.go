@@ -5,23 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	stdlog "log"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
 	"syscall"
 
-	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/admission"
-	"github.com/codemode-go/codemode/internal/gateway"
-	"github.com/codemode-go/codemode/internal/oauth"
-	"github.com/codemode-go/codemode/internal/server"
-	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
 // runServe runs the MCP gateway: on stdin/stdout by default, or streamable HTTP with --http.
@@ -42,42 +35,25 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if len(pos) > 0 {
 		return c.usageError("unexpected argument %q", pos[0])
 	}
-	var err error
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return configError(stderr, err)
-	}
-	var lst listenSpec
-	if *addr != "" {
-		if lst, err = listenConfig(*addr, cfg.Serve); err != nil {
-			fmt.Fprintln(stderr, "codemode serve:", err)
-			return exitUsage
-		}
 	}
 	log := stderrLogger(stderr)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The admission budget bounds VMs; this makes the collector keep the process near it.
 		debug.SetMemoryLimit(admission.GoMemoryLimit(admission.Derive(cfg)))
 	}
-	relay := &server.TrajectoryRelay{}
-	sinks := []api.Trajectory{relay}
-	if cfg.Serve.Trajectory != "" {
-		w, err := trajectory.Create(cfg.Serve.Trajectory)
-		if err != nil {
-			fmt.Fprintln(stderr, "codemode serve: serve.trajectory:", err)
-			return exitUsage
-		}
-		defer w.Close()
-		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
-		sinks = append(sinks, w)
-	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Version: versionString()})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
+		if strings.HasPrefix(err.Error(), "serve.") {
+			return exitUsage // a serve setting that cannot be used: the file's to fix
+		}
 		return exitFailed
 	}
 	defer g.Close()
-	if err := g.RT.Err(); err != nil && cfg.Tools.CodeMode.Enabled {
+	if err := g.Runtime().Err(); err != nil && cfg.Tools.CodeMode.Enabled {
 		// Fail closed: the server still starts, exposes exec/wait, and every exec reports
 		// runtime_unavailable. Say so loudly.
 		log.Error("code mode runtime unavailable: every exec will fail", "err", err)
@@ -85,81 +61,28 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if *cfgPath != "" {
 		go reloadOnHUP(ctx, *cfgPath, g, log)
 	}
-	server.Version = versionString()
-	var stateKey []byte
-	if k := cfg.Serve.HTTP.RequestStateKey; !k.IsZero() {
-		v, err := k.Resolve()
-		if err == nil && len(v) < 32 {
-			err = fmt.Errorf("it must be at least 32 bytes (e.g. `openssl rand -hex 32`)")
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "codemode serve: serve.http.requestStateKey:", err)
-			return exitUsage
-		}
-		stateKey = []byte(v)
-	}
-	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats, StateKey: stateKey})
-	relay.Set(srv.Trajectory())
-	defer srv.Close()
 	if *addr == "" {
-		fmt.Fprintln(stderr, startLine(srv, "MCP on stdio"))
+		fmt.Fprintln(stderr, startLine(g, "MCP on stdio"))
 		if isTerminal(stdin) {
 			fmt.Fprint(stderr, stdioHint)
 		}
-		err := srv.Run(ctx, server.StdioTransport(stdin, stdout))
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		err := g.ServeStdio(ctx, stdin, stdout)
+		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "codemode serve:", err)
 			return exitFailed
 		}
 		return exitOK
 	}
-	if oc := cfg.Serve.OAuth; oc != nil {
-		v, err := oauth.New(ctx, *oc, oauth.Options{Logger: log})
-		if err != nil {
-			fmt.Fprintln(stderr, "codemode serve: serve.oauth:", err)
-			return exitUsage
-		}
-		lst.opts.OAuth = v
-	}
-	tcp, err := net.Listen("tcp", lst.addr)
+	l, err := g.Listen(ctx, *addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
-	hc := cfg.Serve.HTTP
-	ln := server.LimitListener(tcp, hc.MaxConnections, hc.MaxConnectionsPerClient)
-	calls := &inFlight{}
-	hs := &http.Server{
-		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
-		ReadHeaderTimeout: hc.ReadHeaderTimeout(),
-		IdleTimeout:       hc.IdleTimeout(),
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slogErrorLog(log),
-	}
-	auth := "no token: loopback only"
-	switch {
-	case lst.opts.OAuth != nil:
-		auth = fmt.Sprintf("OAuth access tokens from %s or %d principal tokens", lst.opts.OAuth.Issuer(), len(lst.opts.Principals))
-	case len(lst.opts.Principals) > 0:
-		auth = fmt.Sprintf("%d principals' bearer tokens", len(lst.opts.Principals))
-	case lst.opts.Token != "":
-		auth = "bearer token required"
-	}
-	fmt.Fprintln(stderr, startLine(srv, fmt.Sprintf("MCP over streamable HTTP at http://%s/mcp (%s; also /healthz /readyz /metrics)", ln.Addr(), auth)))
-	if !lst.opts.Loopback {
-		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
-	}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		<-ctx.Done()
-		drain(srv, hs, calls, g, cfg, log)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	fmt.Fprintln(stderr, startLine(g, fmt.Sprintf("MCP over streamable HTTP at %s (%s; also /healthz /readyz /metrics)", l.URL(), l.Auth())))
+	if err := l.Serve(ctx); err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
-	<-drained
 	return exitOK
 }
 
@@ -190,87 +113,6 @@ func reloadOnHUP(ctx context.Context, path string, g *gateway.Gateway, log *slog
 	}
 }
 
-type listenSpec struct {
-	addr string
-	opts server.HTTPOptions
-}
-
-// listenConfig decides where and how to listen. A bare port means loopback. A non-loopback
-// address (including ":PORT", every interface) is refused unless the listener authenticates:
-// a bearer token (serve.http.token or CODEMODE_TOKEN), principals' tokens (resolved here from
-// their {env} or {file}), or OAuth.
-func listenConfig(addr string, serve config.Serve) (listenSpec, error) {
-	hc := serve.HTTP
-	if isDigits(addr) {
-		addr = "127.0.0.1:" + addr
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return listenSpec{}, fmt.Errorf("--http %q: expected PORT, HOST:PORT or :PORT", addr)
-	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		loopback = ip.IsLoopback()
-	}
-	token := hc.Token
-	if token == "" {
-		if token = os.Getenv(config.TokenEnv); token != "" {
-			if msg := config.CheckToken(token); msg != "" {
-				return listenSpec{}, fmt.Errorf("%s: %s", config.TokenEnv, msg)
-			}
-		}
-	}
-	var principals []server.PrincipalToken
-	seen := map[string]string{}
-	for _, p := range serve.Principals {
-		if p.Token.IsZero() {
-			continue // reached through serve.oauth only
-		}
-		v, err := p.Token.Resolve()
-		if err == nil {
-			if msg := config.CheckToken(v); msg != "" {
-				err = errors.New(msg)
-			}
-		}
-		if err != nil {
-			return listenSpec{}, fmt.Errorf("serve.principals %s: token (%s): %v", p.Name, p.Token, err)
-		}
-		if other, dup := seen[v]; dup || v == token {
-			if !dup {
-				other = "serve.http.token"
-			}
-			return listenSpec{}, fmt.Errorf("serve.principals %s: its token is also %s's: every principal needs a token of its own", p.Name, other)
-		}
-		seen[v] = p.Name
-		principals = append(principals, server.PrincipalToken{Name: p.Name, Token: v})
-	}
-	if !loopback && token == "" && len(principals) == 0 && serve.OAuth == nil {
-		where := host
-		if where == "" {
-			where = "every interface"
-		}
-		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
-			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), give serve.principals their tokens, configure serve.oauth, or bind a loopback address such as 127.0.0.1:PORT",
-			addr, where, config.TokenEnv)
-	}
-	return listenSpec{addr: addr, opts: server.HTTPOptions{
-		Token: token, Principals: principals, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
-		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions, ReadBodyTimeout: hc.ReadBodyTimeout(),
-	}}, nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // stdioHint is what a person who started `codemode serve` in a terminal reads next: the server
 // waits for an MCP client on stdin, which is not them.
 const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on stdin/stdout; it waits for an MCP client.
@@ -282,8 +124,8 @@ const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on st
 
 // startLine is the one line on stderr that says what is served and where: the transport, the
 // tool count and each upstream's state.
-func startLine(srv *server.Server, where string) string {
-	r := srv.Readiness()
+func startLine(g *gateway.Gateway, where string) string {
+	r := g.Readiness()
 	var b strings.Builder
 	fmt.Fprintf(&b, "codemode serve: %s — %d tools", where, r.Tools)
 	if r.Runtime == "unavailable" {
@@ -299,10 +141,4 @@ func startLine(srv *server.Server, where string) string {
 		}
 	}
 	return b.String()
-}
-
-// slogErrorLog routes net/http's own complaints (TLS handshakes, bad requests it answers itself)
-// to the debug log: a client's garbage is not the operator's warning.
-func slogErrorLog(log *slog.Logger) *stdlog.Logger {
-	return slog.NewLogLogger(log.Handler(), slog.LevelDebug)
 }

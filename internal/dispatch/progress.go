@@ -71,6 +71,13 @@ func (c *combined) report(callID string, b api.ContentBlock) (progress, total fl
 	return c.sum, 100 * float64(len(c.parts)), msg
 }
 
+// current is the stream's progress and total now.
+func (c *combined) current() (progress, total float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sum, 100 * float64(len(c.parts))
+}
+
 // finish marks call callID's part full; ok reports whether that moved the stream (the call had
 // reported progress and was not at 100).
 func (c *combined) finish(callID string) (progress, total float64, ok bool) {

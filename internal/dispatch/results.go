@@ -29,7 +29,7 @@ func (d *Dispatcher) resultsOp(ctx context.Context, c *sandbox.Call) ([]byte, er
 	if d.Results == nil {
 		return nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: "results are not available in this run (no result store)"}
 	}
-	sc := results.ScopeOf(d.Run)
+	sc := d.resultScope()
 	switch c.Op {
 	case "results.save":
 		if d.RestartSafe {
@@ -126,7 +126,7 @@ func (d *Dispatcher) Spill(v sandbox.Oversized) []byte {
 		why = fmt.Sprintf("it is larger than the %d bytes a saved result may hold", results.MaxEntryBytes)
 	default:
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		e, err := d.Results.Save(ctx, results.ScopeOf(d.Run), v.JSON, v.Untrusted)
+		e, err := d.Results.Save(ctx, d.resultScope(), v.JSON, v.Untrusted)
 		cancel()
 		if err == nil {
 			shape := results.Scan(v.JSON)
@@ -195,4 +195,14 @@ func markUntrusted(c *sandbox.Call, e *catalog.Entry) {
 	if c != nil && e.Tool.Untrusted {
 		c.Untrusted(Provenance(e.Tool))
 	}
+}
+
+// resultScope is the scope of the run's saved values: the run's, or — for a child agent — the
+// run of the cell at the root of its swarm, so parent and children pass values by id.
+func (d *Dispatcher) resultScope() results.Scope {
+	sc := results.ScopeOf(d.Run)
+	if d.ResultsRunID != "" {
+		sc.RunID = d.ResultsRunID
+	}
+	return sc
 }

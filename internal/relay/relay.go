@@ -10,28 +10,20 @@
 // or wait drives the run when the upstream speaks (see dispatch.Dispatcher.SetDriver).
 package relay
 
-//lint:file-ignore SA1019 logging and sampling are deprecated by SEP-2577 but still forwarded during its deprecation window
+import "context"
 
-import (
-	"context"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
-
-// Client is a downstream MCP client. Its methods must be safe for concurrent use and must fail
-// (rather than block) when the client cannot answer: a session that ended, a client that did not
-// declare the capability.
+// Client is a downstream MCP client, as an opaque handle: the MCP server's implementations also
+// forward log messages, elicitation and sampling (internal/upstream's downstream interface names
+// those methods, with the MCP SDK's types: this package stays free of the SDK, so that a program
+// using only the root package does not link it). Implementations must be safe for concurrent
+// use, and fail rather than block when the client cannot answer at all (a session that ended, a
+// client that did not declare the capability); a sessionless client's question waits for the
+// client's retry.
 type Client interface {
-	// ID identifies the client: one MCP session (or one principal's stateless requests). Two
-	// calls with the same ID may share traffic an upstream did not tie to either of them.
+	// ID identifies the client: one MCP session, or one scope (principal, conversation key) of
+	// sessionless requests. Two calls with the same ID may share traffic an upstream did not tie
+	// to either of them.
 	ID() string
-	// Log forwards a notifications/message, subject to the level the client asked for.
-	Log(ctx context.Context, p *mcp.LoggingMessageParams) error
-	// Elicit asks the person behind the client (elicitation/create).
-	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	// CreateMessage asks the client's model for a completion (sampling/createMessage,
-	// deprecated by SEP-2577 but still served).
-	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
 }
 
 // Source returns the client driving a call now, or nil when none does.

@@ -95,6 +95,20 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 			c.host.Prechecked = pre
 			c.seq = c.host.Sequential
 		}
+		if r.slotFree(op) {
+			// Its own limits bound it (the swarm's children): it never waits for, nor takes, one
+			// of the slots the cell's tool calls share.
+			r.mu.Lock()
+			closed := r.closed
+			if !closed {
+				r.free++
+			}
+			r.mu.Unlock()
+			if !closed {
+				r.startCall(c, true)
+			}
+			break
+		}
 		r.queue = append(r.queue, c)
 		r.startQueued()
 	}
@@ -129,7 +143,8 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 
 // startQueued starts queued calls while concurrency slots are free (E3), in call order. A call
 // of a sequential group waits while another call of its group is started and not yet delivered,
-// and so do the later calls of its group (they keep their order); other calls pass it.
+// and so do the later calls of its group (they keep their order); other calls pass it. A
+// slot-free call (see SlotFree) starts whatever the slots.
 func (r *Run) startQueued() {
 	var held []*call
 	var waiting map[string]bool
@@ -145,18 +160,23 @@ func (r *Run) startQueued() {
 			i++
 			continue
 		}
+		free := r.slotFree(c.op)
 		r.mu.Lock()
-		if r.running+r.remote >= r.maxPending || r.closed {
+		if r.closed || !free && r.running+r.remote >= r.maxPending {
 			r.mu.Unlock()
 			break
 		}
-		r.running++
+		if free {
+			r.free++
+		} else {
+			r.running++
+		}
 		r.mu.Unlock()
 		i++
 		if c.seq != "" {
 			r.seqBusy[c.seq] = true
 		}
-		r.startCall(c)
+		r.startCall(c, free)
 	}
 	if held == nil {
 		r.queue = r.queue[i:]
@@ -165,8 +185,15 @@ func (r *Run) startQueued() {
 	r.queue = append(held, r.queue[i:]...)
 }
 
-// startCall runs a queued call on its own goroutine; the caller counted it in r.running.
-func (r *Run) startCall(c *call) {
+// slotFree reports whether the host runs op without a concurrency slot.
+func (r *Run) slotFree(op string) bool {
+	sf, ok := r.host.(SlotFree)
+	return ok && sf.SlotFree(op)
+}
+
+// startCall runs a call on its own goroutine; the caller counted it in r.running (or r.free, for
+// a slot-free call).
+func (r *Run) startCall(c *call, free bool) {
 	cctx, cancel := context.WithCancel(r.ctx)
 	c.cancel = cancel
 	c.started = time.Now()
@@ -179,19 +206,35 @@ func (r *Run) startCall(c *call) {
 		defer r.wg.Done()
 		defer cancel()
 		res, err := r.safeAsync(cctx, hc)
+		done := func() { // the call stops counting in Running (and frees its slot)
+			if free {
+				r.free--
+			} else {
+				r.running--
+			}
+		}
 		r.mu.Lock()
-		r.running--
 		if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
 			delete(r.awaiting, hc.n)
 		}
 		if hc.withdrawn {
 			// Export is withdrawing the call: it decides whether this completion counts.
 			hc.held = &completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted}
+			done()
 			r.mu.Unlock()
 			return
 		}
 		r.mu.Unlock()
+		// The result first, then the count: Running stays above 0 until the completion is ready
+		// for the VM and, for a suspended run, handed to the result sink (the shared store), so a
+		// process that drains until Running is 0, or closes a run whose Running is 0, never drops
+		// a result on its way (issue 20: a rolling restart lost one). The second wake lets a
+		// driving VM start queued calls in the slot this frees.
 		r.push(completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted})
+		r.mu.Lock()
+		done()
+		r.mu.Unlock()
+		r.wake()
 	}()
 }
 

@@ -652,6 +652,43 @@
       }
       defineGlobal('namespaces', freeze(all));
     }
-    return [setup, encode, describeError, makeError, reseed, installNamespaces];
+    // ---- Swarm: agents.run, phase and log (tools.swarm, issue 25) ----
+    // Installed per exec, and only when the run may start child agents: code mode alone never
+    // exposes them. The host checks every option and limit; this side only shapes the calls and
+    // copies the failed child's facts (runId, status, …) from the error's details onto the error.
+    const swarmFields = ['runId', 'status', 'label', 'text', 'schemaError'];
+    function swarmError(e) {
+      try {
+        const d = e !== null && typeof e === 'object' ? getOwnPropertyDescriptor(e, 'details') : undefined;
+        const n = e !== null && typeof e === 'object' ? getOwnPropertyDescriptor(e, 'name') : undefined;
+        const det = d && d.value;
+        if (n && n.value === 'SwarmAgentError' && det !== null && typeof det === 'object') {
+          for (let i = 0; i < swarmFields.length; i++) {
+            const k = swarmFields[i];
+            const v = getOwnPropertyDescriptor(det, k);
+            if (v && typeof v.value === 'string') defineProperty(e, k, { value: v.value, writable: true, configurable: true, enumerable: true });
+          }
+        }
+      } catch { /* a plain error stays as it is */ }
+      throw e;
+    }
+    function swarmNote(kind, value) {
+      if (typeof value !== 'string' || value.length === 0) throw new TE(kind + '(…) takes a non-empty string');
+      ask('agents.note', { kind, text: value });
+    }
+    function installSwarm() {
+      const agents = create(null);
+      defineProperty(agents, 'run', {
+        enumerable: true,
+        value: function run(prompt, options) {
+          const p = call('agents.run', { prompt, options: options === undefined ? null : options });
+          return apply(promiseThen, p, [undefined, swarmError]);
+        },
+      });
+      defineGlobal('agents', freeze(agents));
+      defineGlobal('phase', function phase(title) { swarmNote('phase', title); });
+      defineGlobal('log', function log(message) { swarmNote('log', message); });
+    }
+    return [setup, encode, describeError, makeError, reseed, installNamespaces, installSwarm];
   };
 })

@@ -82,6 +82,14 @@ type Prechecker interface {
 	Precheck(c *Call) (any, error)
 }
 
+// SlotFree is optionally implemented by a Host: an async request whose op it reports runs at
+// once, without one of the run's concurrency slots (MaxPending), because limits of its own bound
+// it — the swarm's agents.run, whose children queue by tools.swarm's limits and must not starve
+// the cell's tool calls, nor be starved by them. It still counts toward MaxQueued.
+type SlotFree interface {
+	SlotFree(op string) bool
+}
+
 // Call is one asynchronous request as the host sees it.
 type Call struct {
 	// ID is the call's id, "<parent call id>/<n>": the same in pendingToolCalls, approvals and
@@ -238,6 +246,7 @@ type Run struct {
 	notify     chan struct{}
 	closed     bool
 	running    int                 // async calls holding a concurrency slot
+	free       int                 // slot-free async calls running (see SlotFree)
 	awaiting   map[int64]*awaiting // running calls waiting for a person's decision
 	untrusted  []string            // untrusted sources delivered into the VM (sorted, bounded)
 	// detached is set by Export and cleared when a driver resumes the run: completions that
@@ -291,6 +300,8 @@ type Cell struct {
 	CallID string
 	// Namespaces is the JSON the prelude installs as the run's namespace globals (N5), or nil.
 	Namespaces []byte
+	// Swarm installs agents.run, phase and log (tools.swarm): only runs with swarm on get them.
+	Swarm bool
 }
 
 // Start creates a run for a cell from a catalog template and drives it until it completes,
@@ -329,6 +340,13 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 		if err := r.installNamespaces(vm, cell.Namespaces); err != nil {
 			return r, r.fail(api.CodeInternal, "cannot install the run's namespaces: "+err.Error())
 		}
+	}
+	if cell.Swarm {
+		res, err := vm.Call(e.fns.InstallSwarm, quickjs.Undefined)
+		if err != nil {
+			return r, r.fail(api.CodeInternal, "cannot install the swarm globals: "+describeInitError(vm, err).Error())
+		}
+		vm.Free(res)
 	}
 	if o, ok := r.begin(vm); !ok {
 		return r, o
@@ -602,7 +620,7 @@ func (r *Run) stuckOnDecisions() bool {
 			manual++
 		}
 	}
-	return manual > 0 && manual == r.running && r.remote == 0 && len(r.ready) == 0
+	return manual > 0 && manual == r.running && r.free == 0 && r.remote == 0 && len(r.ready) == 0
 }
 
 // PendingApprovals lists the calls waiting for a decision, oldest first.
@@ -630,7 +648,7 @@ func (r *Run) PendingApprovals() []api.ApprovalRequest {
 func (r *Run) runningCalls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.running
+	return r.running + r.free
 }
 
 // runJobs drains the QuickJS job queue and reports whether any job ran.

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // guard is the listener's front door, applied to every path before anything else runs:
@@ -34,7 +34,7 @@ type guard struct {
 func newGuard(o HTTPOptions, auth *authenticator) *guard {
 	g := &guard{loopback: o.Loopback, hosts: o.AllowedHosts, auth: auth, public: map[string]http.Handler{}}
 	for _, orig := range o.AllowedOrigins {
-		if n, msg := config.NormalizeOrigin(orig); msg == "" {
+		if n, msg := httpauth.NormalizeOrigin(orig); msg == "" {
 			g.origins = append(g.origins, n)
 		}
 	}
@@ -115,7 +115,7 @@ func (g *guard) checkOrigin(r *http.Request) string {
 	if len(vals) > 1 {
 		return "more than one Origin header"
 	}
-	norm, msg := config.NormalizeOrigin(vals[0])
+	norm, msg := httpauth.NormalizeOrigin(vals[0])
 	if msg != "" {
 		return "Origin " + quote(vals[0]) + " is not allowed"
 	}

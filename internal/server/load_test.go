@@ -169,9 +169,8 @@ func TestLoadHeavyExecs(t *testing.T) {
 	}
 	wg.Wait()
 	running, queued, rejected := srv.g.AdmissionStats()
-	adm := srv.g.Admission()
 	t.Logf("80 heavy execs in %v: outcomes %v; RSS before %d MiB, peak %d MiB (slots %d × %d MiB limit); after: running %d queued %d rejected %d",
-		time.Since(start).Round(time.Millisecond), outcomes, base>>20, rss("VmHWM")>>20, adm.MaxRunning(), config.Default().Tools.CodeMode.MemoryLimitBytes>>20, running, queued, rejected)
+		time.Since(start).Round(time.Millisecond), outcomes, base>>20, rss("VmHWM")>>20, srv.g.RT.Stats().Admission.MaxRunning, config.Default().Tools.CodeMode.MemoryLimitBytes>>20, running, queued, rejected)
 	if budget := admission.GoMemoryLimit(admission.Derive(config.Default())); rss("VmHWM") > budget {
 		t.Errorf("peak RSS %d MiB over the memory budget's Go limit %d MiB", rss("VmHWM")>>20, budget>>20)
 	}

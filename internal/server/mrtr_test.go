@@ -19,7 +19,7 @@ func approvalsOverHTTP(t *testing.T, rec *recordTool) string {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Tools.CodeMode.TimeoutMs = 5000
-	cfg.Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?"}}}
+	cfg.Tools.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?"}}}
 	cfg.Serve.Principals = []config.Principal{{Name: "alice"}, {Name: "bob"}}
 	srv, _, ctx := openServer(t, cfg, []*api.Tool{rec.tool()})
 	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{

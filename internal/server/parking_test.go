@@ -62,7 +62,10 @@ func (a *askTool) tool() *api.Tool {
 			if hold != nil {
 				<-hold
 			}
-			cl := relay.From(ctx)
+			cl, _ := relay.From(ctx).(interface {
+				Elicit(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
+				CreateMessage(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+			})
 			if cl == nil {
 				return nil, fmt.Errorf("no client")
 			}

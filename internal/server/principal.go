@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,10 +32,12 @@ import (
 // protocol generations: RunContext{Principal: name, SessionKey: "principal:"+name, SessionID:
 // the client's conversation key, when it sends one}. Any later request of the same principal —
 // another MCP session, a one-shot stateless request, another replica sharing the run store — can
-// wait on it; another principal's wait fails as a wrong-session wait does. Per-session limits of
-// the run store (runtime.suspended) and the admission queue's fairness then count per principal.
-// An unauthenticated stateless request is scoped to "anonymous" (a loopback listener has one
-// user); an unauthenticated session keeps its session as the scope (closing it drops its runs).
+// wait on it; another principal's wait fails as a wrong-session wait does. Such runs belong to no
+// session: the run store bounds them by the principal's share (runtime.suspended
+// maxRunsPerPrincipal; runstore.Limits.SessionShare), and the admission queue's fairness counts
+// per principal. An unauthenticated stateless request is scoped to the principal "anonymous" (a
+// loopback listener has one user); an unauthenticated session keeps its session as the scope
+// (closing it drops its runs; maxRunsPerSession bounds it).
 
 // ConversationMeta is the `_meta` key of tools/call a client may set to keep its runs apart from
 // its other conversations: a run started with one conversation key can be waited on only with the
@@ -116,12 +119,9 @@ func (p *profile) noTools() bool {
 }
 
 // approvals are the profile's rules first, then the gateway's.
-func (p *profile) approvals(global config.Approvals) api.Approvals {
-	out := api.Approvals{ExemptReadOnly: global.ExemptReadOnly || p.cfg.Tools.Approvals.ExemptReadOnly}
-	for _, r := range append(slices.Clone(p.cfg.Tools.Approvals.Rules), global.Rules...) {
-		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
-	}
-	return out
+func (p *profile) approvals(global api.Approvals) api.Approvals {
+	return api.Approvals{ExemptReadOnly: global.ExemptReadOnly || p.cfg.Tools.Approvals.ExemptReadOnly,
+		Rules: append(slices.Clone(p.cfg.Tools.Approvals.Rules), global.Rules...)}
 }
 
 // errBusy is a call refused by the principal's maxRunning.
@@ -174,7 +174,7 @@ func (s *Server) newProfile(name string, pc config.Principal) *profile {
 	}
 	// The upstreams' prompts and resources, as this policy sees them (aggregate.go).
 	aggregatorOptions(opts, p, s.g.Upstreams() != nil)
-	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, opts)
+	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: s.version}, opts)
 	policies := []catalog.Policy{gatewayPolicy(s.g.Cfg)}
 	if name != "" {
 		policies = append(policies, catalog.Policy{Allow: pc.Tools.Allow, Deny: pc.Tools.Deny})
@@ -199,11 +199,11 @@ func runContext(id identity, st *session, conv string) api.RunContext {
 	rc := api.RunContext{AgentID: "mcp"}
 	switch {
 	case id.authenticated():
-		rc.Principal, rc.SessionKey, rc.SessionID = id.principal, "principal:"+id.principal, conv
+		rc.Principal, rc.SessionKey, rc.SessionID = id.principal, runstore.PrincipalKey(id.principal), conv
 	case st != nil && conv == "":
 		rc.SessionKey, rc.SessionID = st.key, st.key
 	default:
-		rc.SessionKey, rc.SessionID = "principal:anonymous", conv
+		rc.Principal, rc.SessionKey, rc.SessionID = "anonymous", runstore.PrincipalKey("anonymous"), conv
 	}
 	return rc
 }

@@ -31,9 +31,10 @@ import (
 
 // Server serves one gateway over MCP.
 type Server struct {
-	g      *gateway.Gateway
-	log    *slog.Logger
-	sdkLog *slog.Logger
+	g       *gateway.Gateway
+	log     *slog.Logger
+	sdkLog  *slog.Logger
+	version string // serverInfo.version
 
 	// profiles are the principals' policies, each with its MCP server; "" is the gateway's own
 	// (see principal.go).
@@ -49,9 +50,6 @@ type Server struct {
 	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
 }
 
-// Version is reported to clients in serverInfo.
-var Version = "dev"
-
 // Options configure New; the zero value is fine.
 type Options struct {
 	Logger *slog.Logger
@@ -60,6 +58,8 @@ type Options struct {
 	// StateKey signs multi round-trip request states (serve.http.requestStateKey): replicas that
 	// share it accept each other's. nil: a random key of this process.
 	StateKey []byte
+	// Version is reported to clients in serverInfo ("" means "dev").
+	Version string
 }
 
 // New creates the MCP server and registers the current surface.
@@ -73,7 +73,11 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv(log)}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := &Server{g: g, log: log, version: version, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv(log)}
 	s.parks = newParkings(s)
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },

@@ -375,7 +375,7 @@ func TestStatelessAcrossReplicas(t *testing.T) {
 // TestPrincipalApprovals: a principal's own approval rule gates a tool the others call freely.
 func TestPrincipalApprovals(t *testing.T) {
 	_, url := principalsServer(t, func(c *config.Config) {
-		c.Serve.Principals[0].Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "echo", Fallback: "deny"}}}
+		c.Serve.Principals[0].Tools.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "echo", Fallback: "deny"}}}
 		c.Serve.Principals[1].Tools.Allow = nil
 	})
 	code := `try { return await tools.echo({v: 1}) } catch (e) { return e.code }`

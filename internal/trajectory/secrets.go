@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // Registered secrets are credentials the process knows — its configuration's tokens, header
@@ -63,9 +64,11 @@ func maskLine(line []byte, r *strings.Replacer, secrets []string) []byte {
 }
 
 // ConfigSecrets lists the credentials a configuration holds or names: the serve token
-// (CODEMODE_TOKEN included), the password of runStore.redis.url, credential-named header values
-// and environment values of MCP servers, and the process's own credential-named environment
-// variables (API keys of model providers, for example).
+// (CODEMODE_TOKEN included), the principals' tokens and the requestState key, the run store's
+// URL password, password, sentinel password and seal key (resolved from their environment
+// variables or files), credential-named header values and environment values of MCP servers,
+// and the process's own credential-named environment variables (API keys of model providers,
+// for example).
 func ConfigSecrets(cfg *config.Config) []string {
 	var out []string
 	add := func(name, v string) {
@@ -73,12 +76,37 @@ func ConfigSecrets(cfg *config.Config) []string {
 			out = append(out, v)
 		}
 	}
-	add("", cfg.Serve.HTTP.Token)
-	add("", os.Getenv(config.TokenEnv))
-	if r := cfg.RunStore.Redis; r != nil {
-		if u, err := url.Parse(r.URL); err == nil && u.User != nil {
+	addSecret := func(sec config.Secret) {
+		if !sec.IsZero() {
+			if v, err := sec.Resolve(); err == nil {
+				add("", v)
+			}
+		}
+	}
+	addURL := func(raw string) {
+		if u, err := url.Parse(raw); err == nil && u.User != nil {
 			p, _ := u.User.Password()
 			add("", p)
+		}
+	}
+	add("", cfg.Serve.HTTP.Token)
+	add("", os.Getenv(httpauth.TokenEnv))
+	addSecret(cfg.Serve.HTTP.RequestStateKey)
+	for _, p := range cfg.Serve.Principals {
+		addSecret(p.Token)
+	}
+	if r := cfg.RunStore.Redis; r != nil {
+		addURL(r.URL)
+		if !r.URLSecret.IsZero() {
+			if v, err := r.URLSecret.Resolve(); err == nil {
+				addURL(v)
+			}
+		}
+		for _, sec := range []config.Secret{r.Password, r.SentinelPassword, r.Key} {
+			addSecret(sec)
+		}
+		if r.KeyEnv != "" {
+			add("", os.Getenv(r.KeyEnv))
 		}
 	}
 	for _, name := range cfg.MCP.ServerNames() {

@@ -70,15 +70,20 @@ func TestRegisteredSecrets(t *testing.T) {
 func TestConfigSecrets(t *testing.T) {
 	t.Setenv("CODEMODE_TEST_API_KEY", "env-api-key-value")
 	t.Setenv("CODEMODE_TEST_PLAIN", "not-a-secret-value")
+	t.Setenv("CODEMODE_TEST_REDIS_PW", "redis-password-1")
+	t.Setenv("CODEMODE_TEST_SEAL", strings.Repeat("5e", 32))
+	t.Setenv("CODEMODE_TEST_ALICE", "alice-token-0123456789")
 	cfg, err := config.Parse([]byte(`{mcp: {servers: {
 		gh: {command: "x", env: {GITHUB_TOKEN: "ghs-token-value", PATHX: "/usr/local/bin"}},
 		web: {url: "https://h.example/mcp", headers: {Authorization: "Bearer header-token-value", Accept: "application/json"}}}},
-		runStore: {redis: {url: "redis://u:redis-password-1@127.0.0.1:6379/0", keyEnv: "K"}}}`), "t.json5")
+		serve: {principals: [{name: "alice", token: {env: "CODEMODE_TEST_ALICE"}}]},
+		runStore: {redis: {url: "redis://127.0.0.1:6379/0", password: {env: "CODEMODE_TEST_REDIS_PW"}, keyEnv: "CODEMODE_TEST_SEAL"}}}`), "t.json5")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := strings.Join(ConfigSecrets(cfg), "\n")
-	for _, want := range []string{"ghs-token-value", "Bearer header-token-value", "header-token-value", "redis-password-1", "env-api-key-value"} {
+	for _, want := range []string{"ghs-token-value", "Bearer header-token-value", "header-token-value", "redis-password-1",
+		"env-api-key-value", strings.Repeat("5e", 32), "alice-token-0123456789"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("missing %q", want)
 		}

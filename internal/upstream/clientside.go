@@ -45,6 +45,22 @@ const (
 	askStashLifetime = time.Minute
 )
 
+// downstream is what a relay.Client of the gateway's MCP server (internal/server) does for an
+// upstream: it forwards the upstream's log messages and asks the client its questions.
+type downstream interface {
+	relay.Client
+	// Log forwards a notifications/message, subject to the level the client asked for.
+	Log(ctx context.Context, p *mcp.LoggingMessageParams) error
+	// Elicit asks the person behind the client (elicitation/create).
+	Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	// CreateMessage asks the client's model for a completion (sampling/createMessage,
+	// deprecated by SEP-2577 but still served).
+	CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+}
+
+// errNotDownstream is a relay client that forwards nothing (not the MCP server's).
+var errNotDownstream = errors.New("the call's client does not take server-to-client traffic")
+
 // inflight is one call a server is serving, with its downstream client.
 type inflight struct{ src relay.Source }
 
@@ -204,17 +220,22 @@ func (s *server) takeAsk(method string, v any) (raw json.RawMessage, src relay.S
 // clientFor is the client a request or notification belongs to: the one its context names, the
 // one its stream named, or the sole client with calls in flight (guessed: the protocol did not
 // say which of its calls it is for).
-func (s *server) clientFor(ctx context.Context, src relay.Source) (c relay.Client, guessed bool, err error) {
-	if c := relay.From(ctx); c != nil {
-		return c, false, nil
+func (s *server) clientFor(ctx context.Context, src relay.Source) (d downstream, guessed bool, err error) {
+	c := relay.From(ctx)
+	if c == nil && src != nil {
+		c = src()
 	}
-	if src != nil {
-		if c := src(); c != nil {
-			return c, false, nil
+	if c == nil {
+		if c, err = s.soleClient(); err != nil {
+			return nil, true, err
 		}
+		guessed = true
 	}
-	c, err = s.soleClient()
-	return c, true, err
+	d, ok := c.(downstream)
+	if !ok {
+		return nil, guessed, errNotDownstream
+	}
+	return d, guessed, nil
 }
 
 // deliverLog forwards one notifications/message, its data byte for byte.

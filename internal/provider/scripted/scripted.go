@@ -53,6 +53,9 @@ type Options struct {
 	Repeat Turn
 	// Lenient turns request validation failures into plain 400s without failing the test.
 	Lenient bool
+	// NoRecord keeps no requests (Requests returns none): a benchmark or a soak measures the
+	// client's memory, not the server's record of every body.
+	NoRecord bool
 }
 
 // Server is a running scripted model. Close it, or let t.Cleanup do so.
@@ -166,9 +169,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		perr = parseAnthropic(body, req)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	if !s.opts.NoRecord {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.mu.Unlock()
+	}
 	if perr != nil {
 		if !s.opts.Lenient {
 			s.t.Errorf("scripted model: request %d (%s) would be rejected by the real API: %v", n, provider, perr)

@@ -1,4 +1,4 @@
-package cli
+package gateway
 
 import (
 	"strings"
@@ -7,10 +7,10 @@ import (
 	"github.com/codemode-go/codemode/config"
 )
 
-// TestListenConfigPrincipals: principals' tokens are resolved from their secrets and let the
+// TestHTTPOptionsPrincipals: principals' tokens are resolved from their secrets and let the
 // listener bind every interface; a missing or shared token is refused with its principal named
 // (issue 19 item 3).
-func TestListenConfigPrincipals(t *testing.T) {
+func TestHTTPOptionsPrincipals(t *testing.T) {
 	t.Setenv("CODEMODE_TOKEN", "")
 	t.Setenv("LC_ALICE", "alice-token-0123456789")
 	t.Setenv("LC_BOB", "alice-token-0123456789")
@@ -21,9 +21,9 @@ func TestListenConfigPrincipals(t *testing.T) {
 		return s
 	}
 	alice := config.Principal{Name: "alice", Token: config.Secret{Env: "LC_ALICE"}}
-	lst, err := listenConfig(":0", serve(alice, config.Principal{Name: "oauth-only"}))
-	if err != nil || len(lst.opts.Principals) != 1 || lst.opts.Principals[0].Token != "alice-token-0123456789" || lst.opts.Loopback {
-		t.Fatalf("%v %+v", err, lst.opts)
+	opts, _, err := httpOptions(":0", serve(alice, config.Principal{Name: "oauth-only"}))
+	if err != nil || len(opts.Principals) != 1 || opts.Principals[0].Token != "alice-token-0123456789" || opts.Loopback {
+		t.Fatalf("%v %+v", err, opts)
 	}
 	for _, c := range []struct {
 		p    []config.Principal
@@ -34,7 +34,7 @@ func TestListenConfigPrincipals(t *testing.T) {
 		{[]config.Principal{alice, {Name: "bob", Token: config.Secret{Env: "LC_BOB"}}}, "its token is also alice's"},
 		{nil, "without a token"},
 	} {
-		if _, err := listenConfig(":0", serve(c.p...)); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := httpOptions(":0", serve(c.p...)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.p, err, c.want)
 		}
 	}
