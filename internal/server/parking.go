@@ -4,6 +4,8 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,7 +81,6 @@ type parkings struct {
 	byRun    map[string]*parking // scope + "\x00" + runId → the parking that follows that run
 	perScope map[string]int
 	boxes    map[string]*mailbox // by scope: questions the protocol did not tie to a call
-	next     int64
 	closed   bool
 }
 
@@ -246,13 +247,16 @@ func (ps *parkings) forCall(ctx context.Context, req *mcp.CallToolRequest, st *s
 			return nil // its questions fail at once, as a client without the capability's would
 		}
 	}
-	ps.next++
 	box := ps.boxes[scope]
 	if box == nil {
 		box = newMailbox("s")
 		ps.boxes[scope] = box
 	}
-	p := &parking{ps: ps, id: fmt.Sprintf("p%d", ps.next), scope: scope, own: newMailbox(""), shared: box,
+	// A random id: a state another replica signed (the same serve.http.requestStateKey) must
+	// not name a call of this one.
+	var rnd [12]byte
+	_, _ = rand.Read(rnd[:])
+	p := &parking{ps: ps, id: "p" + hex.EncodeToString(rnd[:]), scope: scope, own: newMailbox(""), shared: box,
 		signal: make(chan struct{}, 1)}
 	p.client = &parkClient{p: p}
 	p.tryAttach(ctx, req)
