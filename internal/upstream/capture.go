@@ -82,10 +82,12 @@ type tapTransport struct {
 	inner   mcp.Transport
 	wrap    bool   // wrap the connection in a tapConn (everything but streamable HTTP)
 	started func() // may be nil
-	// progress receives notifications/progress in the order they were read, before the
-	// response that follows them (the SDK hands notifications to handlers apart from
-	// responses, so a call's last progress could otherwise come after its result).
-	progress func(*mcp.ProgressNotificationParams)
+	// notify receives notifications (progress, log messages) in the order they were read,
+	// before the response that follows them (the SDK hands notifications to handlers apart
+	// from responses, so a call's last progress could otherwise come after its result);
+	// request receives the server's requests to the client likewise (clientside.go).
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 
 	mu   sync.Mutex
 	conn mcp.Connection // the SDK's connection (not the tapConn)
@@ -106,7 +108,7 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if !t.wrap {
 		return conn, nil
 	}
-	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, progress: t.progress}
+	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, notify: t.notify, request: t.request}
 	return t.tap, nil
 }
 
@@ -133,9 +135,10 @@ func (t *tapTransport) release(c *capture) {
 // tapConn observes the JSON-RPC messages of a stdio or in-memory connection.
 type tapConn struct {
 	mcp.Connection
-	mu       sync.Mutex
-	pending  map[jsonrpc.ID]*capture
-	progress func(*mcp.ProgressNotificationParams)
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*capture
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -156,10 +159,12 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.progress != nil && !req.IsCall() && req.Method == "notifications/progress" {
-		var p mcp.ProgressNotificationParams
-		if json.Unmarshal(req.Params, &p) == nil {
-			c.progress(&p)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
+		switch {
+		case !req.IsCall() && c.notify != nil:
+			c.notify(context.Background(), req.Method, req.Params)
+		case req.IsCall() && c.request != nil:
+			c.request(context.Background(), req.Method, req.Params)
 		}
 	}
 	resp, ok := msg.(*jsonrpc.Response)
@@ -206,6 +211,9 @@ type httpTap struct {
 	base    http.RoundTripper
 	origin  *url.URL
 	headers http.Header
+	// notify and request see what the server sends on every SSE stream, as tapConn's do.
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 }
 
 func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -226,9 +234,10 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "application/json":
 		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context())}
 	case "text/event-stream":
-		if cp := captureFrom(req.Context()); cp != nil {
-			resp.Body = &bodyTap{rc: resp.Body, cp: cp, sse: true}
-		}
+		// Every stream is parsed: a call's (its capture, its request context) and the
+		// standalone one (notifications and requests only).
+		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true,
+			ctx: req.Context(), notify: t.notify, request: t.request}
 	}
 	return resp, nil
 }
@@ -247,7 +256,11 @@ type bodyTap struct {
 	data []byte // SSE: the current event's data
 	name string // SSE: the current event's name
 	big  bool   // SSE: the current event is too big to keep
-	done bool
+	done bool   // the response is captured
+	// SSE: the stream's request context and the hooks for what else the server sends on it.
+	ctx     context.Context
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 }
 
 func (b *bodyTap) Read(p []byte) (int, error) {
@@ -256,7 +269,7 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.n += n
-	if b.cp != nil && !b.done && n > 0 {
+	if n > 0 && (b.sse && (b.notify != nil || b.request != nil || (b.cp != nil && !b.done)) || !b.sse && b.cp != nil && !b.done) {
 		if b.sse {
 			b.feedSSE(p[:n])
 		} else {
@@ -264,8 +277,8 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 		}
 	}
 	if err == io.EOF && !b.sse && b.cp != nil && !b.done {
-		b.done = true
 		b.deliver(b.buf)
+		b.done = true
 		b.buf = nil
 	}
 	return n, err
@@ -274,7 +287,7 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 func (b *bodyTap) Close() error { return b.rc.Close() }
 
 func (b *bodyTap) feedSSE(p []byte) {
-	for len(p) > 0 && !b.done {
+	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if len(b.buf)+len(p) > maxLineKeep {
@@ -304,7 +317,9 @@ func (b *bodyTap) line(line []byte) {
 		if b.big {
 			// Possibly the response; the SDK's own event limit decides its fate, we only make
 			// sure an oversized result is never returned as if it were complete.
-			b.cp.markTooBig()
+			if b.cp != nil && !b.done {
+				b.cp.markTooBig()
+			}
 		} else if len(b.data) > 0 && (b.name == "" || b.name == "message") {
 			b.deliver(b.data)
 		}
@@ -324,15 +339,34 @@ func (b *bodyTap) line(line []byte) {
 	}
 }
 
-// deliver captures msg's result if msg is a JSON-RPC response.
+// deliver captures msg's result if msg is a JSON-RPC response, and hands a notification or a
+// request to its hook.
 func (b *bodyTap) deliver(msg []byte) {
 	var m struct {
 		Method *string          `json:"method"`
+		ID     json.RawMessage  `json:"id"`
+		Params json.RawMessage  `json:"params"`
 		Result json.RawMessage  `json:"result"`
 		Error  *json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Method != nil {
-		return // not a single response (a notification, a request, a batch, garbage)
+	if json.Unmarshal(msg, &m) != nil {
+		return // a batch or garbage
+	}
+	if m.Method != nil {
+		ctx := b.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		switch {
+		case len(m.ID) == 0 && b.notify != nil:
+			b.notify(ctx, *m.Method, m.Params)
+		case len(m.ID) > 0 && b.request != nil:
+			b.request(ctx, *m.Method, m.Params)
+		}
+		return
+	}
+	if b.cp == nil || b.done {
+		return
 	}
 	b.done = true
 	if m.Error != nil || m.Result == nil {
