@@ -30,7 +30,7 @@ if [ "$actual" != "$integrity" ]; then
   echo "integrity mismatch for $pkg@$version: got $actual, want $integrity" >&2
   exit 1
 fi
-${GO:-go} run ./internal/search/cedict/cmd/cedict-index "$tgz" "$out.tmp"
+${GO:-go} run ./internal/search/cmd/kb-index cedict "$tgz" "$out.tmp"
 mv "$out.tmp" "$out"
 printf '%s %s' "$integrity" "$indexsha" > "$stamp"
 echo "verified $pkg@$version ($integrity) -> $out" >&2

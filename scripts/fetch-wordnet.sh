@@ -30,7 +30,7 @@ if [ "$actual" != "$integrity" ]; then
   echo "integrity mismatch for $pkg@$version: got $actual, want $integrity" >&2
   exit 1
 fi
-${GO:-go} run ./internal/search/wordnet/cmd/wordnet-index "$tgz" "$out.tmp"
+${GO:-go} run ./internal/search/cmd/kb-index wordnet "$tgz" "$out.tmp"
 tar -xzf "$tgz" -C "$tmp" package/LICENSE
 cp "$tmp/package/LICENSE" "$assets/LICENSE.wordnet"
 mv "$out.tmp" "$out"

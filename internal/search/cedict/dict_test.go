@@ -9,7 +9,7 @@ import (
 // requireDict is the embedded index; tests that need it fail clearly without it.
 func requireDict(t testing.TB) *Dict {
 	t.Helper()
-	b := embedded()
+	b := source.Embedded()
 	if len(b) == 0 {
 		t.Fatal("the CC-CEDICT index is not embedded: run `make cedict` (scripts/fetch-cedict.sh)")
 	}

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/codemode-go/codemode/internal/search/kbload"
 )
 
 // This file derives the compact index from the WordNet database files of the
@@ -256,17 +258,7 @@ func encode(rel map[string]map[string]uint8) []byte {
 	}
 	out := []byte(magic)
 	out = binary.AppendUvarint(out, uint64(len(words)))
-	prev := ""
-	for _, w := range words {
-		s := 0
-		for s < len(prev) && s < len(w) && prev[s] == w[s] {
-			s++
-		}
-		out = binary.AppendUvarint(out, uint64(s))
-		out = binary.AppendUvarint(out, uint64(len(w)-s))
-		out = append(out, w[s:]...)
-		prev = w
-	}
+	out = kbload.AppendFrontCoded(out, words, nil)
 	for _, w := range words {
 		m := rel[w]
 		ids := make([]uint64, 0, len(m))

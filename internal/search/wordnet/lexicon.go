@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"sort"
 	"strings"
+
+	"github.com/codemode-go/codemode/internal/search/kbload"
 )
 
 // Lexicon is a parsed index: immutable, safe for concurrent use. Words are
@@ -28,19 +30,11 @@ type Related struct {
 // cached or embedded file was verified by sha256 already; this is the second
 // line against a corrupt one).
 func Parse(b []byte) (*Lexicon, error) {
-	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+	r, ok := kbload.NewReader(b, magic)
+	if !ok {
 		return nil, errCorrupt
 	}
-	p := b[len(magic):]
-	next := func() (uint64, bool) {
-		v, n := binary.Uvarint(p)
-		if n <= 0 {
-			return 0, false
-		}
-		p = p[n:]
-		return v, true
-	}
-	n, ok := next()
+	n, ok := r.Uvarint()
 	if !ok || n > 1<<22 {
 		return nil, errCorrupt
 	}
@@ -48,14 +42,8 @@ func Parse(b []byte) (*Lexicon, error) {
 	var sb strings.Builder
 	prev := ""
 	for i := uint64(0); i < n; i++ {
-		s, ok1 := next()
-		l, ok2 := next()
-		if !ok1 || !ok2 || s > uint64(len(prev)) || l > maxLemma || l > uint64(len(p)) {
-			return nil, errCorrupt
-		}
-		w := prev[:s] + string(p[:l])
-		p = p[l:]
-		if i > 0 && w <= prev {
+		w, ok := r.Word(prev, maxLemma)
+		if !ok || (i > 0 && w <= prev) {
 			return nil, errCorrupt
 		}
 		lx.woff = append(lx.woff, uint32(sb.Len()))
@@ -64,6 +52,7 @@ func Parse(b []byte) (*Lexicon, error) {
 	}
 	lx.woff = append(lx.woff, uint32(sb.Len()))
 	lx.text = sb.String()
+	p := r.Rest
 	lx.rel = p
 	at := 0
 	for i := uint64(0); i < n; i++ {

@@ -9,7 +9,7 @@ import (
 // requireLexicon is the embedded index; tests that need it fail clearly without it.
 func requireLexicon(t testing.TB) *Lexicon {
 	t.Helper()
-	b := embedded()
+	b := source.Embedded()
 	if len(b) == 0 {
 		t.Fatal("the WordNet index is not embedded: run `make wordnet` (scripts/fetch-wordnet.sh)")
 	}
