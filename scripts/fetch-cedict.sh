@@ -7,6 +7,7 @@
 # where it is embedded at build time. Nothing here is committed. (Issue 23, round 2.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/fetch-pinned.sh
 . scripts/lib/fetch-pinned.sh
 
 derive() { ${GO:-go} run ./internal/search/cmd/kb-index cedict "$1" "$2"; }

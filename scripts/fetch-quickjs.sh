@@ -6,6 +6,7 @@
 # committed. It needs only node and npm (deploy/Containerfile runs it before Go is there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/fetch-pinned.sh
 . scripts/lib/fetch-pinned.sh
 assets=internal/quickjs/assets
 

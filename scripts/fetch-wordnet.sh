@@ -7,6 +7,7 @@
 # where it is embedded at build time. Nothing here is committed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=SCRIPTDIR/lib/fetch-pinned.sh
 . scripts/lib/fetch-pinned.sh
 assets=internal/search/wordnet/assets
 

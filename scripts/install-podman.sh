@@ -8,21 +8,14 @@
 # controllers plus a cgroup2 hierarchy with a controller of its own), which is what some CI and
 # sandbox VMs have; runc runs containers there.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib/apt-install.sh
+. "$(dirname "$0")/lib/apt-install.sh"
 if command -v podman >/dev/null 2>&1 && command -v buildah >/dev/null 2>&1 && command -v runc >/dev/null 2>&1; then
   exit 0
 fi
-if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+if ! can_apt; then
   echo "podman/buildah/runc not found and cannot install them here: the image test will skip (apt-get install podman buildah runc)" >&2
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# The packages' services are not wanted (the test runs podman directly).
-policy=/usr/sbin/policy-rc.d
-made_policy=
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
-fi
-trap '[ -n "$made_policy" ] && rm -f "$policy"' EXIT
 # Debian 12's podman 4.3, buildah 1.28 and runc 1.1 (the versions the image test was checked with).
-apt-get install -y -q --no-install-recommends podman buildah runc
+apt_install podman buildah runc

@@ -3,6 +3,8 @@
 # private, throwaway instance of it (internal/testtools/redistest). Without root (or apt) the
 # install is skipped and those tests skip, saying why.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/lib/apt-install.sh
+. "$(dirname "$0")/lib/apt-install.sh"
 if command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || [ -x /usr/sbin/redis-server ]; then
   exit 0
 fi
@@ -14,14 +16,4 @@ if ! command -v apt-get >/dev/null 2>&1; then
   echo "redis-server not found and no apt-get: install redis-server yourself; the Redis run-store tests will skip" >&2
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-# The package's service is not wanted (the tests run their own instance): keep invoke-rc.d from
-# starting it where policy-rc.d is honoured.
-policy=/usr/sbin/policy-rc.d
-made_policy=
-if [ ! -e "$policy" ]; then
-  printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=1
-fi
-trap '[ -n "$made_policy" ] && rm -f "$policy"' EXIT
-apt-get install -y -q --no-install-recommends redis-server
+apt_install redis-server
