@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -71,13 +70,7 @@ func TestAblation(t *testing.T) {
 		var s score
 		var n, nTest float64
 		for _, q := range queries {
-			rank := 0
-			for i, h := range ix.Search(q.Query, MaxLimit) {
-				if slices.Contains(q.Relevant, keys[h.Doc]) {
-					rank = i + 1
-					break
-				}
-			}
+			rank := rankOf(ix.Search(q.Query, MaxLimit), keys, q.Relevant)
 			var r5, rr float64
 			if rank > 0 {
 				rr = 1 / float64(rank)

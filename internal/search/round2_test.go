@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -14,12 +13,8 @@ import (
 // ranking change). Dev halves only, unless SEARCHEVAL_HELDOUT=1; the held-out halves are scored
 // once, at the end.
 
-type r2Sets struct {
-	base, ml         []Doc
-	baseKeys, mlKeys []string
-	queries, tasks   []i23Query
-	servers          []Server
-}
+// r2Sets are round one's sets with round two's added (the same fields, its own eval).
+type r2Sets i23Sets
 
 func loadR2(tb testing.TB) *r2Sets {
 	r1 := loadI23(tb)
@@ -31,18 +26,7 @@ func loadR2(tb testing.TB) *r2Sets {
 	s.mlKeys = append(slices.Clone(r1.mlKeys), keys...)
 	readJSON(tb, filepath.Join("testdata", "i23r2", "queries.json"), &s.queries)
 	readJSON(tb, filepath.Join("testdata", "i23r2", "tasks.json"), &s.tasks)
-	var srv map[string]struct{ ServerInfo string }
-	readJSON(tb, filepath.Join("testdata", "i23r2", "servers.json"), &srv)
-	s.servers = slices.Clone(r1.servers)
-	names := make([]string, 0, len(srv))
-	for k := range srv {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		name, _, _ := strings.Cut(srv[k].ServerInfo, " ")
-		s.servers = append(s.servers, Server{Group: k, Name: name})
-	}
+	s.servers = append(slices.Clone(r1.servers), readServers(tb, filepath.Join("testdata", "i23r2", "servers.json"))...)
 	return s
 }
 
@@ -65,13 +49,7 @@ func (s *r2Sets) eval(split string, opts Options, verbose bool) r2Figures {
 		if q.Split != split {
 			continue
 		}
-		rank := 0
-		for i, h := range ix.Search(q.Query, MaxLimit) {
-			if slices.Contains(q.Relevant, s.baseKeys[h.Doc]) {
-				rank = i + 1
-				break
-			}
-		}
+		rank := rankOf(ix.Search(q.Query, MaxLimit), s.baseKeys, q.Relevant)
 		n++
 		k := kinds[q.Kind]
 		k[1]++
@@ -99,27 +77,9 @@ func (s *r2Sets) eval(split string, opts Options, verbose bool) r2Figures {
 			continue
 		}
 		hits := ml.Search(q.Query, 10)
-		met := func(k int) float64 {
-			c := 0
-			for _, need := range q.Relevant {
-				for _, alt := range strings.Split(need, "|") {
-					found := false
-					for i := 0; i < k && i < len(hits); i++ {
-						if s.mlKeys[hits[i].Doc] == alt {
-							found = true
-						}
-					}
-					if found {
-						c++
-						break
-					}
-				}
-			}
-			return float64(c) / float64(len(q.Relevant))
-		}
 		nt++
-		f.need5 += met(5)
-		m10 := met(10)
+		f.need5 += needMet(hits, s.mlKeys, q.Relevant, 5)
+		m10 := needMet(hits, s.mlKeys, q.Relevant, 10)
 		f.need10 += m10
 		if m10 == 1 {
 			f.all10++
@@ -158,19 +118,17 @@ func r2Stages() []stage {
 	}
 	k := &knobs
 	return []stage{
-		{"round one, diversity off", off(&k.noParamDocs, &k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ parameter descriptions", off(&k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ CC-CEDICT variants, bigrams only", off(&k.noSegWords, &k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ dictionary words (3+ chars)", off(&k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ translation", off(&k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"  (translation, bigrams only)", off(&k.noSegWords, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ cognates", off(&k.noLoanwords, &k.noKanaSplit), withServers2},
-		{"+ loanwords (katakana, hangul)", off(&k.noKanaSplit), withServers2},
-		{"+ Japanese script runs (shipped)", off(), withServers2},
+		{"round one, diversity off", off(&k.noParamDocs, &k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ parameter descriptions", off(&k.noCedict, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ CC-CEDICT variants, bigrams only", off(&k.noSegWords, &k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ dictionary words (3+ chars)", off(&k.noTranslate, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ translation", off(&k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"  (translation, bigrams only)", off(&k.noSegWords, &k.noCognates, &k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ cognates", off(&k.noLoanwords, &k.noKanaSplit), withServers},
+		{"+ loanwords (katakana, hangul)", off(&k.noKanaSplit), withServers},
+		{"+ Japanese script runs (shipped)", off(), withServers},
 	}
 }
-
-func withServers2(s *i23Sets) Options { return Options{Servers: s.servers} }
 
 func TestIssue23Round2(t *testing.T) {
 	s := loadR2(t)

@@ -3,6 +3,7 @@ package search
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -88,23 +89,57 @@ func loadI23(tb testing.TB) *i23Sets {
 		}
 	}
 	ml = append(ml, overlay.Tools...)
-	var srv map[string]struct{ ServerInfo string }
-	readJSON(tb, filepath.Join("testdata", "i23", "servers.json"), &srv)
 	s := &i23Sets{}
 	s.base, s.baseKeys = i23Docs(base)
 	s.ml, s.mlKeys = i23Docs(ml)
 	readJSON(tb, filepath.Join("testdata", "i23", "queries-25.json"), &s.queries)
 	readJSON(tb, filepath.Join("testdata", "i23", "tasks-ml.json"), &s.tasks)
-	names := make([]string, 0, len(srv))
-	for k := range srv {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
-		name, _, _ := strings.Cut(srv[k].ServerInfo, " ")
-		s.servers = append(s.servers, Server{Group: k, Name: name})
-	}
+	s.servers = readServers(tb, filepath.Join("testdata", "i23", "servers.json"))
 	return s
+}
+
+// readServers reads a servers.json ({group: {serverInfo: "name version"}}) as the Servers of
+// Options, by group.
+func readServers(tb testing.TB, path string) []Server {
+	var srv map[string]struct{ ServerInfo string }
+	readJSON(tb, path, &srv)
+	var out []Server
+	for _, k := range slices.Sorted(maps.Keys(srv)) {
+		name, _, _ := strings.Cut(srv[k].ServerInfo, " ")
+		out = append(out, Server{Group: k, Name: name})
+	}
+	return out
+}
+
+// rankOf is the 1-based rank of the first hit whose key is relevant, 0 when none is.
+func rankOf(hits []Hit, keys, relevant []string) int {
+	for i, h := range hits {
+		if slices.Contains(relevant, keys[h.Doc]) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// needMet is the share of a task's needs (each "a|b": any of the alternatives) found in the
+// first k hits.
+func needMet(hits []Hit, keys, needs []string, k int) float64 {
+	c := 0
+	for _, need := range needs {
+		for _, alt := range strings.Split(need, "|") {
+			found := false
+			for i := 0; i < k && i < len(hits); i++ {
+				if keys[hits[i].Doc] == alt {
+					found = true
+				}
+			}
+			if found {
+				c++
+				break
+			}
+		}
+	}
+	return float64(c) / float64(len(needs))
 }
 
 // stageFigures: R@5 and MRR of the short queries (split), need@10 of the tasks.
@@ -118,13 +153,7 @@ func (s *i23Sets) eval(split string, opts Options) stageFigures {
 		if split != "all" && q.Split != split {
 			continue
 		}
-		rank := 0
-		for i, h := range ix.Search(q.Query, MaxLimit) {
-			if slices.Contains(q.Relevant, s.baseKeys[h.Doc]) {
-				rank = i + 1
-				break
-			}
-		}
+		rank := rankOf(ix.Search(q.Query, MaxLimit), s.baseKeys, q.Relevant)
 		n++
 		if rank > 0 {
 			f.mrr += 1 / float64(rank)
@@ -147,27 +176,9 @@ func (s *i23Sets) eval(split string, opts Options) stageFigures {
 			continue
 		}
 		hits := ml.Search(q.Query, 10)
-		met := func(k int) float64 {
-			c := 0
-			for _, need := range q.Relevant {
-				for _, alt := range strings.Split(need, "|") {
-					found := false
-					for i := 0; i < k && i < len(hits); i++ {
-						if s.mlKeys[hits[i].Doc] == alt {
-							found = true
-						}
-					}
-					if found {
-						c++
-						break
-					}
-				}
-			}
-			return float64(c) / float64(len(q.Relevant))
-		}
 		nt++
-		f.need5 += met(5)
-		f.need10 += met(10)
+		f.need5 += needMet(hits, s.mlKeys, q.Relevant, 5)
+		f.need10 += needMet(hits, s.mlKeys, q.Relevant, 10)
 	}
 	f.need5, f.need10 = f.need5/nt, f.need10/nt
 	return f
@@ -216,10 +227,6 @@ func stages() []stage {
 	}
 }
 
-// TestIssue23Bench logs the issue-23 benchmark figures (SEARCH_BENCH=1 go test -run
-// TestIssue23Bench -v ./internal/search): per-query latency p50/p99 over the 203 short queries
-// and the 49 long tasks of testdata/i23r2 at 770 and 10,000 tools, index build time and heap. Timing is
-// reported, never asserted.
 // cpuTime is the process's user+system CPU time: on a loaded machine it says what a build costs
 // better than the wall clock.
 func cpuTime() time.Duration {
@@ -230,6 +237,10 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// TestIssue23Bench logs the issue-23 benchmark figures (SEARCH_BENCH=1 go test -run
+// TestIssue23Bench -v ./internal/search): per-query latency p50/p99 over the 203 short queries
+// and the 49 long tasks of testdata/i23r2 at 770 and 10,000 tools, index build time and heap.
+// Timing is reported, never asserted.
 func TestIssue23Bench(t *testing.T) {
 	if os.Getenv("SEARCH_BENCH") != "1" {
 		t.Skip("set SEARCH_BENCH=1")
