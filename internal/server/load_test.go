@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -63,9 +62,7 @@ func loadServer(t *testing.T, mutate func(*config.Config), o HTTPOptions) (*Serv
 		}}
 	srv, _, ctx := openServer(t, cfg, []*api.Tool{echo})
 	o.Loopback = true
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, o))
-	t.Cleanup(ts.Close)
-	return srv, ts.URL + "/mcp"
+	return srv, serveHTTP(t, srv, ctx, o)
 }
 
 // TestLoad50Sessions: 50 MCP sessions × 20 execs of 10 nested calls each.

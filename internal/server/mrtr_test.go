@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -22,10 +21,7 @@ func approvalsOverHTTP(t *testing.T, rec *recordTool) string {
 	cfg.Tools.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?"}}}
 	cfg.Serve.Principals = []config.Principal{{Name: "alice"}, {Name: "bob"}}
 	srv, _, ctx := openServer(t, cfg, []*api.Tool{rec.tool()})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{
-		{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}}))
-	t.Cleanup(ts.Close)
-	return ts.URL + "/mcp"
+	return serveHTTP(t, srv, ctx, aliceAndBob())
 }
 
 // TestStatelessApprovalRoundTrip: a stateless client's approval prompt is an MRTR round trip;

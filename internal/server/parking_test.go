@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -121,10 +120,7 @@ func askServerOf(t *testing.T, a *askTool, codeMode bool, timeoutMs int) (*Serve
 	cfg.Tools.CodeMode.TimeoutMs = timeoutMs
 	cfg.Serve.Principals = []config.Principal{{Name: "alice"}, {Name: "bob"}}
 	srv, _, ctx := openServer(t, cfg, []*api.Tool{a.tool()})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{
-		{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}}))
-	t.Cleanup(ts.Close)
-	return srv, ts.URL + "/mcp"
+	return srv, serveHTTP(t, srv, ctx, aliceAndBob())
 }
 
 func parked(srv *Server) int {
@@ -343,12 +339,10 @@ func TestParkingBounds(t *testing.T) {
 	a := &askTool{timeout: 200 * time.Millisecond}
 	cfg := config.Default()
 	cfg.Tools.CodeMode.TimeoutMs = 10000
-	srv, _, ctx := openServer(t, cfg, []*api.Tool{a.tool()})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
+	srv, _, url := openHTTP(t, cfg, a.tool())
 	manual := &mcp.ClientOptions{MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) { return nil, fmt.Errorf("unused") }}
-	cs := statelessClient(t, ts.URL+"/mcp", "", manual)
+	cs := statelessClient(t, url, "", manual)
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": `return (await tools.ask({q: "?"}))`}})
 	if err != nil || !res.NeedsInput() {
 		t.Fatalf("%v %+v", err, res)

@@ -21,8 +21,15 @@ import (
 // openServer starts a gateway and a server; sessions are added with newSession.
 func openServer(t *testing.T, cfg *config.Config, tools []*api.Tool) (*Server, *gateway.Gateway, context.Context) {
 	t.Helper()
+	return openGateway(t, cfg, gateway.Options{Tools: tools})
+}
+
+// openGateway is openServer with any gateway options; the server, the gateway and the context
+// close when the test ends.
+func openGateway(t *testing.T, cfg *config.Config, opts gateway.Options) (*Server, *gateway.Gateway, context.Context) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Tools: tools})
+	g, err := gateway.Open(ctx, cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +40,21 @@ func openServer(t *testing.T, cfg *config.Config, tools []*api.Tool) (*Server, *
 		g.Close()
 	})
 	return srv, g, ctx
+}
+
+// openHTTP is openServer behind an httptest server, with the URL of its MCP endpoint.
+func openHTTP(t *testing.T, cfg *config.Config, tools ...*api.Tool) (*Server, *gateway.Gateway, string) {
+	t.Helper()
+	srv, g, ctx := openServer(t, cfg, tools)
+	return srv, g, serveHTTP(t, srv, ctx, HTTPOptions{Loopback: true})
+}
+
+// serveHTTP serves srv's HTTP handler with opts until the test ends and returns the URL of its
+// MCP endpoint.
+func serveHTTP(t *testing.T, srv *Server, ctx context.Context, opts HTTPOptions) string {
+	ts := httptest.NewServer(srv.HTTPHandler(ctx, opts))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp"
 }
 
 func newSession(t *testing.T, srv *Server, ctx context.Context) *mcp.ClientSession {
@@ -234,15 +256,13 @@ func TestHTTPDeleteCancelsRunningExec(t *testing.T) { // W7 over HTTP: DELETE en
 		close(cancelled)
 		return nil, ctx.Err()
 	}}
-	srv, _, ctx := openServer(t, cfg, []*api.Tool{slow})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	cs := connectStreamable(t, ts.URL+"/mcp")
+	_, _, url := openHTTP(t, cfg, slow)
+	cs := connectStreamable(t, url)
 	go func() {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": `return await tools.slow({})`}})
 	}()
 	<-started
-	req, _ := http.NewRequest(http.MethodDelete, ts.URL+"/mcp", nil)
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
 	req.Header.Set("Mcp-Session-Id", cs.ID())
 	go func() {
 		if resp, err := http.DefaultClient.Do(req); err == nil {

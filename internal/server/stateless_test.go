@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -23,27 +22,23 @@ import (
 // with a bearer token.
 func statelessClient(t *testing.T, url, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
-	hc := http.DefaultClient
-	if token != "" {
-		hc = &http.Client{Transport: bearerRT{token}}
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stateless", Version: "1"}, opts).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return httpClient(t, "stateless", url, token, opts, nil)
 }
 
+// sessionClient connects a client that asks for the session protocol.
 func sessionClient(t *testing.T, url, token string) *mcp.ClientSession {
+	t.Helper()
+	return httpClient(t, "session", url, token, nil, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+}
+
+func httpClient(t *testing.T, name, url, token string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *mcp.ClientSession {
 	t.Helper()
 	hc := http.DefaultClient
 	if token != "" {
 		hc = &http.Client{Transport: bearerRT{token}}
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "session", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, opts).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, sopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +50,7 @@ func sessionClient(t *testing.T, url, token string) *mcp.ClientSession {
 // session); a session-protocol client still works on the same endpoint; exec → waiting from one
 // stateless client, wait from a fresh one → completed (issue 19 items 1–2).
 func TestBothGenerationsOnOnePort(t *testing.T) {
-	srv, _, ctx := openServer(t, config.Default(), nil)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/mcp"
+	srv, _, url := openHTTP(t, config.Default())
 
 	a := statelessClient(t, url, "", nil)
 	if v := a.InitializeResult().ProtocolVersion; v != "2026-07-28" {
@@ -99,10 +91,8 @@ func TestBothGenerationsOnOnePort(t *testing.T) {
 // TestConversationKey: a run started with _meta codemode/conversation is waited on with the
 // same key only.
 func TestConversationKey(t *testing.T) {
-	srv, _, ctx := openServer(t, config.Default(), nil)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	cs := statelessClient(t, ts.URL+"/mcp", "", nil)
+	_, _, url := openHTTP(t, config.Default())
+	cs := statelessClient(t, url, "", nil)
 	call := func(name string, args map[string]any, conv string) api.ExecResult {
 		p := &mcp.CallToolParams{Name: name, Arguments: args}
 		if conv != "" {
@@ -125,13 +115,13 @@ func TestConversationKey(t *testing.T) {
 	}
 	// One-shot session clients (Inspector --cli) put the key in the URL: one session execs,
 	// another waits.
-	first := sessionClient(t, ts.URL+"/mcp?conversation=demo", "")
+	first := sessionClient(t, url+"?conversation=demo", "")
 	r = callExec(t, first, "exec", map[string]any{"code": `await yield_control(); return "one-shot"`})
 	first.Close()
-	if w := callExec(t, sessionClient(t, ts.URL+"/mcp?conversation=other", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusFailed {
+	if w := callExec(t, sessionClient(t, url+"?conversation=other", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusFailed {
 		t.Fatalf("another conversation continued it: %+v", w)
 	}
-	if w := callExec(t, sessionClient(t, ts.URL+"/mcp?conversation=demo", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted || string(w.Value) != `"one-shot"` {
+	if w := callExec(t, sessionClient(t, url+"?conversation=demo", ""), "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted || string(w.Value) != `"one-shot"` {
 		t.Fatalf("%+v", w)
 	}
 }
@@ -148,16 +138,18 @@ func principalsServer(t *testing.T, mutate func(*config.Config), extra ...*api.T
 		mutate(cfg)
 	}
 	srv, _, ctx := openServer(t, cfg, append([]*api.Tool{echoTool("echo", false), echoTool("secret", false)}, extra...))
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{
-		{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}}))
-	t.Cleanup(ts.Close)
-	return srv, ts.URL + "/mcp"
+	return srv, serveHTTP(t, srv, ctx, aliceAndBob())
 }
 
 const (
 	aliceToken = "alice-token-0123456789abcdef"
 	bobToken   = "bob-token-0123456789abcdef01"
 )
+
+// aliceAndBob are the options of a loopback listener that knows both principals' tokens.
+func aliceAndBob() HTTPOptions {
+	return HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}, {Name: "bob", Token: bobToken}}}
+}
 
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
@@ -316,18 +308,9 @@ func TestPrincipalInTrajectory(t *testing.T) {
 	cfg := config.Default()
 	cfg.Serve.Principals = []config.Principal{{Name: "alice"}}
 	rec := &trajRecorder{}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Tools: []*api.Tool{echoTool("echo", false)}, Trajectory: rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { g.Close() })
-	srv := New(g, nil)
-	t.Cleanup(srv.Close)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}}))
-	t.Cleanup(ts.Close)
-	callExec(t, statelessClient(t, ts.URL+"/mcp", aliceToken, nil), "exec", map[string]any{"code": `return await tools.echo({x: 1})`})
+	srv, _, ctx := openGateway(t, cfg, gateway.Options{Tools: []*api.Tool{echoTool("echo", false)}, Trajectory: rec})
+	url := serveHTTP(t, srv, ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}})
+	callExec(t, statelessClient(t, url, aliceToken, nil), "exec", map[string]any{"code": `return await tools.echo({x: 1})`})
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	kinds := map[string]bool{}
@@ -349,18 +332,8 @@ func TestStatelessAcrossReplicas(t *testing.T) {
 	replica := func() string {
 		cfg := config.Default()
 		cfg.Serve.Principals = []config.Principal{{Name: "alice"}}
-		ctx, cancel := context.WithCancel(context.Background())
-		t.Cleanup(cancel)
-		g, err := gateway.Open(ctx, cfg, gateway.Options{RunStore: store})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { g.Close() })
-		srv := New(g, nil)
-		t.Cleanup(srv.Close)
-		ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}}))
-		t.Cleanup(ts.Close)
-		return ts.URL + "/mcp"
+		srv, _, ctx := openGateway(t, cfg, gateway.Options{RunStore: store})
+		return serveHTTP(t, srv, ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}})
 	}
 	a, b := replica(), replica()
 	r := callExec(t, statelessClient(t, a, aliceToken, nil), "exec", map[string]any{"code": `await yield_control(); return "elsewhere"`})
@@ -399,11 +372,10 @@ func TestStatelessProgressAndListChanged(t *testing.T) {
 	}}
 	cfg := config.Default()
 	srv, g, ctx := openServer(t, cfg, []*api.Tool{step})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
+	url := serveHTTP(t, srv, ctx, HTTPOptions{Loopback: true})
 	progressed := make(chan string, 8)
 	changed := make(chan struct{}, 8)
-	cs := statelessClient(t, ts.URL+"/mcp", "", &mcp.ClientOptions{
+	cs := statelessClient(t, url, "", &mcp.ClientOptions{
 		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
 			progressed <- r.Params.Message
 		},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // postRaw sends one raw JSON-RPC body to url and returns the status and the body (an SSE stream's
@@ -53,10 +54,7 @@ const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","i
 // TestMalformedRequestsGetJSONRPCErrors: every malformed request on HTTP gets a JSON-RPC error
 // object with a non-zero code, never plain text (issue 18 item 8).
 func TestMalformedRequestsGetJSONRPCErrors(t *testing.T) {
-	srv, _, ctx := openServer(t, config.Default(), nil)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/mcp"
+	_, _, url := openHTTP(t, config.Default())
 	deep := strings.Repeat("[", 1001) + strings.Repeat("]", 1001)
 	cases := []struct {
 		name    string
@@ -117,22 +115,20 @@ func TestMalformedRequestsGetJSONRPCErrors(t *testing.T) {
 // TestRequestIDsEchoedExactly: ids the SDK would rewrite (1.5e308 became -9223372036854775808)
 // come back byte for byte, over HTTP (both generations) and stdio (issue 18 item 8).
 func TestRequestIDsEchoedExactly(t *testing.T) {
-	srv, _, ctx := openServer(t, config.Default(), nil)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
+	_, _, url := openHTTP(t, config.Default())
 	ids := []string{`1.5e308`, `1.0`, `-0`, `12345678901234567890`, `"\u0041"`, `"a\/b"`, `7`, `"plain"`}
 	for _, id := range ids {
 		body := `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/list","params":{` + meta + `}}`
-		_, got := postRaw(t, ts.URL+"/mcp", body, stateless)
+		_, got := postRaw(t, url, body, stateless)
 		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+id+`,"result":`) {
 			t.Errorf("stateless id %s: %s", id, got[:min(len(got), 120)])
 		}
-		_, got = postRaw(t, ts.URL+"/mcp", `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`, nil)
+		_, got = postRaw(t, url, `{"jsonrpc":"2.0","id":`+id+`,"method":"ping"}`, nil)
 		if !strings.HasPrefix(got, `{"jsonrpc":"2.0","id":`+id+`,"result":`) {
 			t.Errorf("session-protocol id %s: %s", id, got[:min(len(got), 120)])
 		}
 	}
-	send, recvRaw := stdioRaw(t)
+	send, recvRaw := stdioRaw(t, config.Default())
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	recvRaw()
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -148,10 +144,10 @@ func TestRequestIDsEchoedExactly(t *testing.T) {
 	}
 }
 
-// stdioRaw is stdioSession with raw lines.
-func stdioRaw(t *testing.T) (send func(string), recv func() string) {
+// stdioRaw is stdioSession with raw lines, over a server with cfg and tools.
+func stdioRaw(t *testing.T, cfg *config.Config, tools ...*api.Tool) (send func(string), recv func() string) {
 	t.Helper()
-	srv, _, ctx := openServer(t, config.Default(), nil)
+	srv, _, ctx := openServer(t, cfg, tools)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() { _ = srv.Run(ctx, StdioTransport(inR, outW)) }()
@@ -196,17 +192,19 @@ func within(t *testing.T, ch chan struct{}, what string) {
 	}
 }
 
+// hangServer is an HTTP server with hangTool and a minute of exec time, and a session on it.
+func hangServer(t *testing.T) (cfg *config.Config, url string, sess *mcp.ClientSession, hang *api.Tool, started, cancelled chan struct{}) {
+	cfg = config.Default()
+	cfg.Tools.CodeMode.TimeoutMs = 60000
+	hang, started, cancelled = hangTool()
+	_, _, url = openHTTP(t, cfg, hang)
+	return cfg, url, sessionClient(t, url, ""), hang, started, cancelled
+}
+
 // TestDroppedConnectionCancels: a request whose HTTP connection drops cancels its exec, in
 // both protocol generations (issue 19 item 6).
 func TestDroppedConnectionCancels(t *testing.T) {
-	cfg := config.Default()
-	cfg.Tools.CodeMode.TimeoutMs = 60000
-	hang, started, cancelled := hangTool()
-	srv, _, ctx := openServer(t, cfg, []*api.Tool{hang})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/mcp"
-	sess := sessionClient(t, url, "")
+	_, url, sess, _, started, cancelled := hangServer(t)
 	for _, gen := range []string{"stateless", "session"} {
 		t.Run(gen, func(t *testing.T) {
 			body := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"exec","arguments":{"code":"await tools.hang({}); return 1"}`
@@ -243,14 +241,7 @@ func TestDroppedConnectionCancels(t *testing.T) {
 // TestNoResponseAfterCancel: after notifications/cancelled the cancelled request gets no
 // response, over HTTP sessions and stdio (issue 19 item 6).
 func TestNoResponseAfterCancel(t *testing.T) {
-	cfg := config.Default()
-	cfg.Tools.CodeMode.TimeoutMs = 60000
-	hang, started, cancelled := hangTool()
-	srv, _, ctx := openServer(t, cfg, []*api.Tool{hang})
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/mcp"
-	sess := sessionClient(t, url, "")
+	cfg, url, sess, hang, started, cancelled := hangServer(t)
 	h := map[string]string{"Mcp-Session-Id": sess.ID(), "Mcp-Protocol-Version": sessionProtocol}
 	got := make(chan string, 1)
 	go func() {
@@ -271,7 +262,7 @@ func TestNoResponseAfterCancel(t *testing.T) {
 	}
 
 	// stdio
-	send, recv := stdioRawWith(t, cfg, hang)
+	send, recv := stdioRaw(t, cfg, hang)
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	recv()
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -282,32 +273,6 @@ func TestNoResponseAfterCancel(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":42,"method":"ping"}`)
 	if l := recv(); !strings.HasPrefix(l, `{"jsonrpc":"2.0","id":42,`) {
 		t.Fatalf("after the cancel the next line is %s", l)
-	}
-}
-
-func stdioRawWith(t *testing.T, cfg *config.Config, tools ...*api.Tool) (send func(string), recv func() string) {
-	t.Helper()
-	srv, _, ctx := openServer(t, cfg, tools)
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	go func() { _ = srv.Run(ctx, StdioTransport(inR, outW)) }()
-	t.Cleanup(func() { inW.Close(); outR.Close() })
-	lines := make(chan string, 64)
-	go func() {
-		sc := bufio.NewScanner(outR)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	return func(s string) { _, _ = io.WriteString(inW, s+"\n") }, func() string {
-		select {
-		case l := <-lines:
-			return l
-		case <-time.After(30 * time.Second):
-			t.Fatal("no reply")
-			return ""
-		}
 	}
 }
 
@@ -408,10 +373,7 @@ func isTimeout(err error) bool {
 // conformance suite does for the session protocol (its 0.1.16 has no 2026-07-28 scenarios): each
 // row is one check, and all of them must run and pass (issue 19 item 1).
 func TestStatelessProtocol(t *testing.T) {
-	srv, _, ctx := openServer(t, config.Default(), nil)
-	ts := httptest.NewServer(srv.HTTPHandler(ctx, HTTPOptions{Loopback: true}))
-	t.Cleanup(ts.Close)
-	url := ts.URL + "/mcp"
+	_, _, url := openHTTP(t, config.Default())
 	h := func(method, name string) map[string]string {
 		m := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method}
 		if name != "" {
