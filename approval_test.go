@@ -10,6 +10,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 // files is a write tool that counts how often each path was written: approvals must never make a
@@ -53,7 +54,7 @@ return results`
 
 // onlyBRuntime is a runtime where only writes of b need a decision: a hook requires approval for
 // them (no rule matches writes in general).
-func onlyBRuntime(t *testing.T, rec *recorder, approver api.Approver) (*Runtime, *files) {
+func onlyBRuntime(t *testing.T, rec *trajtest.Recorder, approver api.Approver) (*Runtime, *files) {
 	t.Helper()
 	f := &files{writes: map[string]int{}}
 	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 5000 }), func(o *Options) {
@@ -75,7 +76,7 @@ func TestApprovalSuspendsAndNothingReruns(t *testing.T) { // issue 11: approve â
 	for _, approve := range []bool{true, false} {
 		name := map[bool]string{true: "approve", false: "reject"}[approve]
 		t.Run(name, func(t *testing.T) {
-			var rec recorder
+			var rec trajtest.Recorder
 			rt, f := onlyBRuntime(t, &rec, nil)
 			rc := api.RunContext{AgentID: "a", SessionKey: "s", RunID: "r"}
 			s := rt.Activate(rc, []*api.Tool{f.tool()})
@@ -114,7 +115,7 @@ func TestApprovalSuspendsAndNothingReruns(t *testing.T) { // issue 11: approve â
 			}
 			// The trajectory shows the request, the decision (who, why) and the call it governed.
 			var reqEv, decEv *api.TrajectoryEvent
-			for _, ev := range rec.events() {
+			for _, ev := range rec.Events("") {
 				ev := ev
 				switch ev.Kind {
 				case api.EventApprovalRequest:

@@ -16,6 +16,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
@@ -299,7 +300,7 @@ func TestSequentialToolUnderPromiseAll(t *testing.T) { // item 8
 }
 
 func TestExecTitleAndCommand(t *testing.T) { // item 9, issue 21 item 5
-	rec := &recorder{}
+	rec := &trajtest.Recorder{}
 	var progress []string
 	var pmu sync.Mutex
 	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Trajectory = rec })
@@ -323,7 +324,7 @@ func TestExecTitleAndCommand(t *testing.T) { // item 9, issue 21 item 5
 	res := s.Handle(ctx, "c1", "exec", mustJSON(map[string]string{"command": "return await tools.echo({x: 1})", "title": long}))
 	mustComplete(t, *res.Exec)
 	var title string
-	for _, ev := range rec.events() {
+	for _, ev := range rec.Events("") {
 		if ev.Kind == api.EventControl {
 			title = ev.Title
 		}

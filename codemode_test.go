@@ -16,6 +16,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -348,7 +349,7 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 	appr := api.ApproverFunc(func(ctx context.Context, req api.ApprovalRequest) (api.Decision, error) {
 		return api.Decision{Reason: "shell needs a human"}, nil
 	})
-	var rec recorder
+	var rec trajtest.Recorder
 	rt := newRuntime(t, testConfig(t), func(o *Options) {
 		o.Hooks = []api.BeforeToolCallHook{hook}
 		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:exec"}}}
@@ -376,7 +377,7 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 			t.Fatalf("nested event lacks run context: %+v", ev)
 		}
 	}
-	if n := rec.count(api.EventNested); n != 3 {
+	if n := rec.Count(api.EventNested); n != 3 {
 		t.Fatalf("trajectory saw %d nested calls", n)
 	}
 	// A hook may block the exec itself.
@@ -389,37 +390,6 @@ func TestHooksAndApprovals(t *testing.T) { // E1, X5, §19: nested calls keep ho
 	if r.Status != api.StatusFailed || !strings.Contains(r.Error, "no cells today") {
 		t.Fatalf("%+v", r)
 	}
-}
-
-// recorder is an api.Trajectory that keeps every event.
-type recorder struct {
-	mu  sync.Mutex
-	evs []api.TrajectoryEvent
-}
-
-func (r *recorder) Record(ev api.TrajectoryEvent) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-// count is the number of events of a kind.
-func (r *recorder) count(kind string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, ev := range r.evs {
-		if ev.Kind == kind {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *recorder) events() []api.TrajectoryEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.evs)
 }
 
 func TestOutputContracts(t *testing.T) { // O4

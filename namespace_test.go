@@ -10,6 +10,7 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 // issuesPlugin is a plugin with a namespace like the seed's example: Issues.list(params),
@@ -69,7 +70,7 @@ func issuesPlugin(calls *atomic.Int64, slow chan struct{}) api.Plugin {
 
 func TestNamespaces(t *testing.T) { // N1–N5, Q4, the seed's namespace checklist
 	var calls atomic.Int64
-	var rec recorder
+	var rec trajtest.Recorder
 	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Trajectory = &rec })
 	if err := rt.AddPlugin(context.Background(), issuesPlugin(&calls, nil)); err != nil {
 		t.Fatal(err)
@@ -113,7 +114,7 @@ func TestNamespaces(t *testing.T) { // N1–N5, Q4, the seed's namespace checkli
 	}
 	// Calls run through catalog tools: the trajectory shows them as nested calls by catalog id.
 	nested := 0
-	for _, ev := range rec.events() {
+	for _, ev := range rec.Events("") {
 		if ev.Kind == api.EventNested && strings.HasPrefix(ev.Tool, "native:github:") {
 			nested++
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/provider/scripted"
 	"github.com/codemode-go/codemode/internal/runstore"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 // Issue 25: child agents from a cell (agents.run, phase, log), their children's model played by
@@ -26,41 +27,11 @@ import (
 
 var wireFormats = []string{scripted.OpenAI, scripted.Anthropic}
 
-// trajRec keeps trajectory events.
-type trajRec struct {
-	mu  sync.Mutex
-	evs []api.TrajectoryEvent
-}
-
-func (r *trajRec) Record(ev api.TrajectoryEvent) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *trajRec) kind(k string) []api.TrajectoryEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []api.TrajectoryEvent
-	for _, ev := range r.evs {
-		if ev.Kind == k {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *trajRec) all() []api.TrajectoryEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.evs)
-}
-
 // swarmRig is a runtime with tools.swarm on whose children talk to a scripted model.
 type swarmRig struct {
 	rt  *codemode.Runtime
 	srv *scripted.Server
-	rec *trajRec
+	rec *trajtest.Recorder
 	s   *codemode.Surface
 }
 
@@ -99,7 +70,7 @@ func newRig(t *testing.T, prov string, rt route, ro rigOptions) *swarmRig {
 	if ro.cm != nil {
 		ro.cm(&cm)
 	}
-	rec := &trajRec{}
+	rec := &trajtest.Recorder{}
 	var runner codemode.AgentRunner = &agent.Runner{Model: "child-model",
 		Provider: provider.Options{Provider: prov, BaseURL: srv.BaseURL(prov), MaxRetries: -1}}
 	if ro.runner != nil {
@@ -231,7 +202,7 @@ func TestSwarmFanOut(t *testing.T) {
 			if string(res.Value) != want {
 				t.Fatalf("value\n%s\nwant\n%s", res.Value, want)
 			}
-			agents := rig.rec.kind(api.EventAgent)
+			agents := rig.rec.Events(api.EventAgent)
 			statuses := map[string]string{}
 			for _, ev := range agents {
 				statuses[ev.CallID] = ev.Status
@@ -245,7 +216,7 @@ func TestSwarmFanOut(t *testing.T) {
 			// The children's own calls are recorded under their runs, with the agents.run call
 			// as their parent.
 			var childExec, childNested bool
-			for _, ev := range rig.rec.all() {
+			for _, ev := range rig.rec.Events("") {
 				if ev.Run.RunID == "r/e1/4" && ev.Kind == api.EventControl && ev.Tool == "exec" && ev.ParentCallID == "e1/4" {
 					childExec = true
 				}
@@ -378,7 +349,7 @@ func TestSwarmDecisionGate(t *testing.T) {
 			if string(res.Value) != `{"pass":3,"d":{"ready":true,"reason":"pass 3"}}` {
 				t.Fatalf("%s", res.Value)
 			}
-			if n := len(rig.rec.kind(api.EventAgent)); n != 3 {
+			if n := len(rig.rec.Events(api.EventAgent)); n != 3 {
 				t.Fatalf("%d children", n)
 			}
 		})
@@ -412,17 +383,17 @@ func TestSwarmCancel(t *testing.T) {
 			if res.Status != api.StatusFailed || res.Code != api.CodeTimeout || !strings.Contains(res.Error, "cancelled") {
 				t.Fatalf("%+v", res)
 			}
-			if !waitFor(func() bool { return active.Load() == 0 && len(rig.rec.kind(api.EventAgent)) == 5 }) {
-				t.Fatalf("%d children still running, %d ended", active.Load(), len(rig.rec.kind(api.EventAgent)))
+			if !waitFor(func() bool { return active.Load() == 0 && len(rig.rec.Events(api.EventAgent)) == 5 }) {
+				t.Fatalf("%d children still running, %d ended", active.Load(), len(rig.rec.Events(api.EventAgent)))
 			}
-			for _, ev := range rig.rec.kind(api.EventAgent) {
+			for _, ev := range rig.rec.Events(api.EventAgent) {
 				if ev.Status != "cancelled" {
 					t.Errorf("%s: %s %s", ev.CallID, ev.Status, ev.Error)
 				}
 			}
 
 			// The session ends while the run is suspended on its children.
-			rec0 := len(rig.rec.kind(api.EventAgent))
+			rec0 := len(rig.rec.Events(api.EventAgent))
 			other := rig.rt.Activate(api.RunContext{AgentID: "a", SessionKey: "s2", RunID: "r"}, nil)
 			res = other.Exec(context.Background(), "e2", codemode.ExecInput{Code: `
 				const kids = Promise.all([1, 2, 3].map((i) => agents.run("child " + i)));
@@ -439,7 +410,7 @@ func TestSwarmCancel(t *testing.T) {
 			if n := rig.rt.EndSession("s2"); n != 1 {
 				t.Fatalf("EndSession dropped %d runs", n)
 			}
-			if !waitFor(func() bool { return active.Load() == 0 && len(rig.rec.kind(api.EventAgent)) == rec0+3 }) {
+			if !waitFor(func() bool { return active.Load() == 0 && len(rig.rec.Events(api.EventAgent)) == rec0+3 }) {
 				t.Fatalf("%d children still running after the session ended", active.Load())
 			}
 		})
@@ -522,7 +493,7 @@ func TestSwarmQueueOrder(t *testing.T) {
 				t.Fatalf("order %v, at most %d at once", order, most.Load())
 			}
 			queued := 0
-			for _, ev := range rig.rec.kind(api.EventUpdate) {
+			for _, ev := range rig.rec.Events(api.EventUpdate) {
 				if ev.Update != nil && strings.Contains(ev.Update.Text, "queued") {
 					queued++
 				}
@@ -623,7 +594,7 @@ func TestSwarmLimitsAndDepth(t *testing.T) {
 			return [first, await r("plain 4"), await r("plain 5")];`})
 	}()
 	if !waitFor(func() bool {
-		for _, ev := range rig.rec.kind(api.EventAgent) {
+		for _, ev := range rig.rec.Events(api.EventAgent) {
 			if ev.Status == "refused" {
 				return true
 			}
@@ -640,7 +611,7 @@ func TestSwarmLimitsAndDepth(t *testing.T) {
 		t.Fatalf("%s", res.Value)
 	}
 	refused := 0
-	for _, ev := range rig.rec.kind(api.EventAgent) {
+	for _, ev := range rig.rec.Events(api.EventAgent) {
 		if ev.Status == "refused" {
 			refused++
 		}

@@ -11,10 +11,11 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls, with their parent
-	var rec recorder
+	var rec trajtest.Recorder
 	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 300 }), func(o *Options) {
 		o.Trajectory = &rec
 		o.Hooks = []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
@@ -41,7 +42,7 @@ func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls,
 		t.Fatalf("%+v", w.Exec)
 	}
 	hasUpdate := func() bool {
-		for _, ev := range rec.events() {
+		for _, ev := range rec.Events("") {
 			if ev.Kind == api.EventUpdate && ev.ParentCallID == "call_3" && ev.Update.Text == "halfway" {
 				return true
 			}
@@ -53,7 +54,7 @@ func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls,
 	}
 	rt.CancelRun(w.Exec.RunID)
 
-	evs := rec.events()
+	evs := rec.Events("")
 	byCall := map[string]api.TrajectoryEvent{}
 	for _, ev := range evs {
 		if ev.Kind != api.EventUpdate {

@@ -14,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/provider/scripted"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 // TestRun drives the loop against both wire protocols, JSON and SSE: the model sees exec and
@@ -70,7 +71,7 @@ func TestRun(t *testing.T) {
 // call the model made), and an exec whose JSON does not decode as exec input is recorded by the
 // surface itself.
 func TestRunMalformedCall(t *testing.T) {
-	var rec, loop recorder
+	var rec, loop trajtest.Recorder
 	rt := newRuntime(t, func(o *codemode.Options) { o.Trajectory = &rec })
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	srv := scripted.New(t, scripted.Call("exec", `{"code": "return 1`),
@@ -93,12 +94,12 @@ func TestRunMalformedCall(t *testing.T) {
 	if err != nil || res.Answer != "sorry" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	refused := loop.events("")
+	refused := loop.Events("")
 	if len(refused) != 1 || refused[0].Kind != api.EventControl || refused[0].Status != api.StatusFailed ||
 		!strings.Contains(refused[0].Error, "refused") || !strings.Contains(string(refused[0].Input), `return 1`) || !json.Valid(refused[0].Input) {
 		t.Fatalf("the loop recorded %+v", refused)
 	}
-	byRuntime := rec.events("")
+	byRuntime := rec.Events("")
 	if len(byRuntime) != 1 || byRuntime[0].Kind != api.EventControl || byRuntime[0].Status != api.StatusFailed ||
 		!strings.Contains(byRuntime[0].Error, "cod") {
 		t.Fatalf("the surface recorded %+v", byRuntime)
@@ -171,7 +172,7 @@ func TestRunSneakyTools(t *testing.T) {
 // loop, not the model — the model sees one completed exec — and each continuation is a wait of
 // its own in the trajectory.
 func TestRunApprovalContinued(t *testing.T) {
-	var rec recorder
+	var rec trajtest.Recorder
 	var asked atomic.Int32
 	rt := newRuntime(t, func(o *codemode.Options) {
 		o.Trajectory = &rec
@@ -201,7 +202,7 @@ return out`), func(r *scripted.Request) scripted.Reply {
 	if asked.Load() != 2 || writes.Load() != 1 {
 		t.Fatalf("asked %d, wrote %d", asked.Load(), writes.Load())
 	}
-	for _, ev := range rec.events(api.EventControl) {
+	for _, ev := range rec.Events(api.EventControl) {
 		if ev.Tool == "wait" && !strings.HasPrefix(ev.CallID, "call_1_0#approval-wait-") {
 			t.Errorf("continuation %s", ev.CallID)
 		}

@@ -9,24 +9,16 @@ import (
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/provider"
+	"github.com/codemode-go/codemode/internal/testtools"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 // issue 20 item 3: a wait the model makes on a run another wait holds gets `busy`; the loop
 // retries it after retryAfterMs instead of showing the model a failure, and the model reads the
 // run's real result.
 func TestHandleRetriesBusy(t *testing.T) {
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	block := &api.Tool{Name: "block", Description: "Blocks until released.", ReadOnly: true,
-		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return api.TextResult("", map[string]any{"released": true})
-		}}
-	rec := &recorder{}
+	block, started, release := testtools.Blocker()
+	rec := &trajtest.Recorder{}
 	rt := newRuntime(t, func(o *codemode.Options) {
 		o.CodeMode.TimeoutMs = 800 // how long the holding wait keeps the run, and the busy hint
 		o.Trajectory = rec
@@ -55,11 +47,11 @@ func TestHandleRetriesBusy(t *testing.T) {
 		t.Fatalf("the model read %q (error %v)", out.Content, out.IsError)
 	}
 	var busy, retried bool
-	for _, ev := range rec.events(api.EventControl) {
+	for _, ev := range rec.Events(api.EventControl) {
 		busy = busy || ev.CallID == "call_1" && strings.Contains(ev.Error, "already in progress")
 		retried = retried || strings.HasPrefix(ev.CallID, "call_1#busy-") && ev.Status == api.StatusCompleted
 	}
 	if !busy || !retried {
-		t.Fatalf("want a busy wait then a completed retry in the trajectory: busy %v, retried %v: %+v", busy, retried, rec.events(api.EventControl))
+		t.Fatalf("want a busy wait then a completed retry in the trajectory: busy %v, retried %v: %+v", busy, retried, rec.Events(api.EventControl))
 	}
 }

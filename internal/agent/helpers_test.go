@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/codemode-go/codemode"
@@ -50,30 +49,6 @@ func client(t testing.TB, srv *scripted.Server, prov string, stream bool, s *cod
 		t.Fatal(err)
 	}
 	return c
-}
-
-// recorder is an api.Trajectory that keeps events.
-type recorder struct {
-	mu  sync.Mutex
-	evs []api.TrajectoryEvent
-}
-
-func (r *recorder) Record(ev api.TrajectoryEvent) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *recorder) events(kind string) []api.TrajectoryEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []api.TrajectoryEvent
-	for _, ev := range r.evs {
-		if kind == "" || ev.Kind == kind {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 // execCall is a scripted turn that runs code.

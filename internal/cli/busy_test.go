@@ -12,23 +12,14 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/runstore"
+	"github.com/codemode-go/codemode/internal/testtools"
 )
 
 // issue 20 item 3: `codemode wait` on a run another wait holds (here a wait of another client of
 // the same shared store, renewing its lease) is told `busy` with retryAfterMs; it says so on
 // stderr, retries, and returns the run's real result once the holder lets go.
 func TestWaitRetriesBusy(t *testing.T) {
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	block := &api.Tool{Name: "block", Description: "Blocks until released.", ReadOnly: true,
-		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-			started <- struct{}{}
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			return api.TextResult("", map[string]any{"released": true})
-		}}
+	block, started, release := testtools.Blocker()
 	cfg := config.Default()
 	cfg.Tools.CodeMode.Enabled = true
 	cfg.Tools.CodeMode.TimeoutMs = 800 // how long the holding wait keeps the run

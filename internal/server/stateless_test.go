@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/runstore"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -291,30 +291,17 @@ func TestPrincipalMaxRunning(t *testing.T) {
 	}
 }
 
-type trajRecorder struct {
-	mu  sync.Mutex
-	evs []api.TrajectoryEvent
-}
-
-func (r *trajRecorder) Record(ev api.TrajectoryEvent) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
 // TestPrincipalInTrajectory: the audit log names the principal of every control and nested call
 // (issue 19 item 3).
 func TestPrincipalInTrajectory(t *testing.T) {
 	cfg := config.Default()
 	cfg.Serve.Principals = []config.Principal{{Name: "alice"}}
-	rec := &trajRecorder{}
+	rec := &trajtest.Recorder{}
 	srv, _, ctx := openGateway(t, cfg, gateway.Options{Tools: []*api.Tool{echoTool("echo", false)}, Trajectory: rec})
 	url := serveHTTP(t, srv, ctx, HTTPOptions{Loopback: true, Principals: []PrincipalToken{{Name: "alice", Token: aliceToken}}})
 	callExec(t, statelessClient(t, url, aliceToken, nil), "exec", map[string]any{"code": `return await tools.echo({x: 1})`})
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
 	kinds := map[string]bool{}
-	for _, ev := range rec.evs {
+	for _, ev := range rec.Events("") {
 		if ev.Run.Principal != "alice" {
 			t.Fatalf("%s event without the principal: %+v", ev.Kind, ev.Run)
 		}

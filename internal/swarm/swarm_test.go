@@ -12,33 +12,11 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/testtools/trajtest"
 )
 
 func testLimits() Limits {
 	return Limits{MaxConcurrent: 2, MaxLive: 4, MaxTotal: 6, MaxDepth: 1, MaxRunning: 64, ChildTimeout: 5 * time.Second, MaxTurns: 5}
-}
-
-type recorder struct {
-	mu  sync.Mutex
-	evs []api.TrajectoryEvent
-}
-
-func (r *recorder) Record(ev api.TrajectoryEvent) {
-	r.mu.Lock()
-	r.evs = append(r.evs, ev)
-	r.mu.Unlock()
-}
-
-func (r *recorder) kind(k string) []api.TrajectoryEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []api.TrajectoryEvent
-	for _, ev := range r.evs {
-		if ev.Kind == k {
-			out = append(out, ev)
-		}
-	}
-	return out
 }
 
 func payload(prompt string, opts map[string]any) []byte {
@@ -119,9 +97,9 @@ func FuzzParseRequest(f *testing.F) {
 }
 
 // group starts a group whose children run spawn.
-func group(t *testing.T, lim Limits, depth int, spawn Spawn) (*Group, *recorder) {
+func group(t *testing.T, lim Limits, depth int, spawn Spawn) (*Group, *trajtest.Recorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &trajtest.Recorder{}
 	g := New(lim).NewGroup(GroupConfig{Run: api.RunContext{SessionKey: "s", RunID: "r"}, ParentCallID: "e", Depth: depth,
 		Spawn: spawn, Trajectory: rec})
 	return g, rec
@@ -183,7 +161,7 @@ func TestGroupLimits(t *testing.T) {
 		t.Fatalf("depth: %v", err)
 	}
 	refused := 0
-	for _, ev := range rec.kind(api.EventAgent) {
+	for _, ev := range rec.Events(api.EventAgent) {
 		if ev.Status == StatusRefused {
 			refused++
 		}
@@ -331,7 +309,7 @@ func TestResults(t *testing.T) {
 			if te.Name == "TypeError" {
 				want = StatusRefused
 			}
-			if evs := rec.kind(api.EventAgent); len(evs) != 1 || evs[0].Status != want || evs[0].ParentCallID != "e" {
+			if evs := rec.Events(api.EventAgent); len(evs) != 1 || evs[0].Status != want || evs[0].ParentCallID != "e" {
 				t.Fatalf("%+v", evs)
 			}
 		})
@@ -341,7 +319,7 @@ func TestResults(t *testing.T) {
 // TestNotes: phase and log notes go to the trajectory and, in order, to the progress sink; past
 // MaxNotes they are dropped with one last note (a log loop cannot flood the audit log).
 func TestNotes(t *testing.T) {
-	rec := &recorder{}
+	rec := &trajtest.Recorder{}
 	var mu sync.Mutex
 	var sent []string
 	g := New(testLimits()).NewGroup(GroupConfig{Run: api.RunContext{RunID: "r"}, ParentCallID: "e", Trajectory: rec,
@@ -365,7 +343,7 @@ func TestNotes(t *testing.T) {
 		t.Fatal("a note of an unknown kind")
 	}
 	g.FlushNotes()
-	evs := rec.kind(api.EventUpdate)
+	evs := rec.Events(api.EventUpdate)
 	if len(evs) != MaxNotes+1 || evs[0].Update.Text != "phase: note 0[2J" || !strings.Contains(evs[MaxNotes].Update.Text, "dropped") {
 		t.Fatalf("%d notes recorded; first %q last %q", len(evs), evs[0].Update.Text, evs[len(evs)-1].Update.Text)
 	}

@@ -1,5 +1,5 @@
 // Package testtools makes synthetic tool catalogs for benchmarks (`go test -bench` and
-// `codemode bench` measure the same thing).
+// `codemode bench` measure the same thing), and synthetic tools tests share.
 package testtools
 
 import (
@@ -30,4 +30,22 @@ func Synthetic(n int) []*api.Tool {
 		}
 	}
 	return out
+}
+
+// Blocker is a read-only tool named "block" whose calls block until release is closed (then it
+// returns {"released":true}) or the call is cancelled; started receives a value as each call
+// begins (buffered 1: a test reads it before starting another).
+func Blocker() (tool *api.Tool, started chan struct{}, release chan struct{}) {
+	started, release = make(chan struct{}, 1), make(chan struct{})
+	tool = &api.Tool{Name: "block", Description: "Blocks until released.", ReadOnly: true,
+		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+			started <- struct{}{}
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return api.TextResult("", map[string]any{"released": true})
+		}}
+	return tool, started, release
 }
