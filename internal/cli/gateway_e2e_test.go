@@ -237,6 +237,95 @@ func TestGatewaySlowBodies(t *testing.T) {
 	t.Logf("%d slow connections open on the client side; the server holds %d descriptors", len(conns), fds())
 }
 
+// affinityReplicas starts two replicas without a shared store and picks a free address for the
+// balancer in front of them.
+func affinityReplicas(t *testing.T) (r1, r2 *served, front string) {
+	t.Helper()
+	r1 = startServe(t, nil, "--http", "127.0.0.1:0")
+	r2 = startServe(t, nil, "--http", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	front = ln.Addr().String()
+	ln.Close()
+	return r1, r2, front
+}
+
+// startBalancer starts cmd (a balancer listening on front, its output in out) and waits until
+// front accepts connections.
+func startBalancer(t *testing.T, cmd *exec.Cmd, front, what string) *lockedBuffer {
+	t.Helper()
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := net.Dial("tcp", front)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not start: %s", what, out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return out
+}
+
+// affinity is what a balancer recipe must do in front of two replicas.
+type affinity struct {
+	sessions  int  // session clients, each exec → waiting then wait → completed on its session
+	stateless int  // sessionless clients
+	execs     int  // execs per sessionless client
+	noSSE     bool // session clients open no standalone SSE stream
+	balanced  string
+}
+
+// check runs the clients through the balancer at front: session clients keep their replica,
+// sessionless ones are served by both (each replica's metrics count an exec).
+func (a affinity) check(t *testing.T, front string, out *lockedBuffer, r1, r2 *served) {
+	t.Helper()
+	url := "http://" + front + "/mcp"
+	for i := range a.sessions {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "affinity", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: a.noSSE}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("session client %d: %v\n%s", i, err, out.String())
+		}
+		r := e2eExec(t, cs, "exec", map[string]any{"code": `await yield_control(); return "same replica"`})
+		if r.Status != api.StatusWaiting {
+			t.Fatalf("session client %d: %+v", i, r)
+		}
+		if w := e2eExec(t, cs, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted {
+			t.Fatalf("session client %d lost its replica: %+v", i, w)
+		}
+		cs.Close()
+	}
+	for i := range a.stateless {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "any", Version: "1"}, nil).Connect(context.Background(),
+			&mcp.StreamableClientTransport{Endpoint: url}, nil)
+		if err != nil {
+			t.Fatalf("stateless client %d: %v", i, err)
+		}
+		for range a.execs {
+			if r := e2eExec(t, cs, "exec", map[string]any{"code": `return 1`}); r.Status != api.StatusCompleted {
+				t.Fatalf("%+v", r)
+			}
+		}
+		cs.Close()
+	}
+	for _, r := range []*served{r1, r2} {
+		if m := r.do(t, "GET", "/metrics", nil, ""); !strings.Contains(m.body, `codemode_calls_total{call="exec"`) {
+			t.Fatalf("replica %s served no exec%s", r.base, a.balanced)
+		}
+	}
+}
+
 // TestGatewayAffinityHaproxy: the documented haproxy recipe (examples/haproxy-affinity.cfg, as
 // shipped) in front of two replicas without a shared store. Session clients stay on their
 // replica — exec → waiting, then wait on the same session completes, for each of 12 clients —
@@ -246,70 +335,14 @@ func TestGatewayAffinityHaproxy(t *testing.T) {
 	if err != nil {
 		t.Skip("haproxy is not installed (Debian package haproxy)")
 	}
-	r1 := startServe(t, nil, "--http", "127.0.0.1:0")
-	r2 := startServe(t, nil, "--http", "127.0.0.1:0")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := ln.Addr().String()
-	ln.Close()
+	r1, r2, front := affinityReplicas(t)
 	cfg, _ := filepath.Abs(filepath.Join("..", "..", "examples", "haproxy-affinity.cfg"))
 	cmd := exec.Command(hap, "-f", cfg, "-db")
 	cmd.Env = append(os.Environ(), "CODEMODE_LISTEN="+front,
 		"CODEMODE_R1="+strings.TrimPrefix(r1.base, "http://"), "CODEMODE_R2="+strings.TrimPrefix(r2.base, "http://"))
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	url := "http://" + front + "/mcp"
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", front)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("haproxy did not start: %s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	for i := range 12 {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "affinity", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatalf("session client %d: %v", i, err)
-		}
-		r := e2eExec(t, cs, "exec", map[string]any{"code": `await yield_control(); return "same replica"`})
-		if r.Status != api.StatusWaiting {
-			t.Fatalf("%+v", r)
-		}
-		if w := e2eExec(t, cs, "wait", map[string]any{"runId": r.RunID}); w.Status != api.StatusCompleted {
-			t.Fatalf("session client %d lost its replica: %+v", i, w)
-		}
-		cs.Close()
-	}
-	for i := range 6 {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "any", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url}, nil)
-		if err != nil {
-			t.Fatalf("stateless client %d: %v", i, err)
-		}
-		if r := e2eExec(t, cs, "exec", map[string]any{"code": `return 1`}); r.Status != api.StatusCompleted {
-			t.Fatalf("%+v", r)
-		}
-		cs.Close()
-	}
-	// Both replicas served: the balancer spread the clients.
-	for _, r := range []*served{r1, r2} {
-		m := r.do(t, "GET", "/metrics", nil, "")
-		if !strings.Contains(m.body, `codemode_calls_total{call="exec"`) {
-			t.Fatalf("replica %s served no exec", r.base)
-		}
-	}
+	out := startBalancer(t, cmd, front, "haproxy")
+	// Both replicas serve: the balancer spreads the sessionless clients.
+	affinity{sessions: 12, stateless: 6, execs: 1}.check(t, front, out, r1, r2)
 }
 
 // TestGatewayAffinityNginx: the documented nginx recipe (examples/nginx-affinity.conf with this
@@ -323,14 +356,7 @@ func TestGatewayAffinityNginx(t *testing.T) {
 		}
 		ngx = "/usr/sbin/nginx"
 	}
-	r1 := startServe(t, nil, "--http", "127.0.0.1:0")
-	r2 := startServe(t, nil, "--http", "127.0.0.1:0")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	front := ln.Addr().String()
-	ln.Close()
+	r1, r2, front := affinityReplicas(t)
 	src, err := os.ReadFile(filepath.Join("..", "..", "examples", "nginx-affinity.conf"))
 	if err != nil {
 		t.Fatal(err)
@@ -344,54 +370,10 @@ func TestGatewayAffinityNginx(t *testing.T) {
 	}
 	// One process (no master and workers) so that killing it ends nginx.
 	cmd := exec.Command(ngx, "-p", prefix, "-c", path, "-g", "daemon off; master_process off;")
-	out := &lockedBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = 5 * time.Second
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := net.Dial("tcp", front)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nginx did not start: %s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	url := "http://" + front + "/mcp"
-	for i := range 6 {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "affinity", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatalf("session client %d: %v\n%s", i, err, out.String())
-		}
-		r := e2eExec(t, cs, "exec", map[string]any{"code": `await yield_control(); return "same replica"`})
-		if w := e2eExec(t, cs, "wait", map[string]any{"runId": r.RunID}); r.Status != api.StatusWaiting || w.Status != api.StatusCompleted {
-			t.Fatalf("session client %d: %+v then %+v", i, r, w)
-		}
-		cs.Close()
-	}
-	for i := range 6 {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "any", Version: "1"}, nil).Connect(context.Background(),
-			&mcp.StreamableClientTransport{Endpoint: url}, nil)
-		if err != nil {
-			t.Fatalf("stateless client %d: %v", i, err)
-		}
-		for range 2 { // discover and two execs: round robin puts execs on both replicas
-			if r := e2eExec(t, cs, "exec", map[string]any{"code": `return 1`}); r.Status != api.StatusCompleted {
-				t.Fatalf("%+v", r)
-			}
-		}
-		cs.Close()
-	}
-	for _, r := range []*served{r1, r2} {
-		if m := r.do(t, "GET", "/metrics", nil, ""); !strings.Contains(m.body, `codemode_calls_total{call="exec"`) {
-			t.Fatalf("replica %s served no exec: the sessionless pool was not balanced", r.base)
-		}
-	}
+	out := startBalancer(t, cmd, front, "nginx")
+	// Each sessionless client discovers and makes two execs: round robin puts execs on both
+	// replicas.
+	affinity{sessions: 6, stateless: 6, execs: 2, noSSE: true,
+		balanced: ": the sessionless pool was not balanced"}.check(t, front, out, r1, r2)
 }
