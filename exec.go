@@ -210,9 +210,9 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	if rt.engine == nil {
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(rt.Err()))
 	}
-	prog, err := source.Prepare(code, lang)
+	prog, code2, err := s.prepare(ctx, code, lang)
 	if err != nil {
-		return s.failed(start, api.CodeInvalidInput, err.Error())
+		return s.failed(start, code2, err.Error())
 	}
 	tmpl, err := s.template(ctx)
 	if err != nil {
@@ -235,6 +235,39 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
+}
+
+// prepare turns the cell into the program the VM runs. The TypeScript transform (esbuild) is
+// the one costly step — up to ~80 MB and 0.6 s for a hostile 64 KiB cell within the nesting
+// bounds (RATIONALE.md, "Why is TypeScript measured before esbuild?") — and it cannot be
+// interrupted, so it runs holding an admission slot like a VM: a burst of transforms waits in
+// the same fair queue instead of running outside the memory budget. The size and nesting checks
+// (a token scan) come first and refuse a hostile cell without waiting for a slot.
+func (s *Surface) prepare(ctx context.Context, code, lang string) (*source.Program, api.ErrorCode, error) {
+	if a := s.rt.opts.Admission; a != nil && lang == source.TypeScript {
+		if err := source.Check(code, lang); err != nil {
+			return nil, api.CodeInvalidInput, err // refused before it waits for a slot
+		}
+		release, err := a.Acquire(ctx, s.run.SessionKey)
+		if err != nil {
+			return nil, admitErrCode(err), err
+		}
+		defer release()
+	}
+	prog, err := source.Prepare(code, lang)
+	if err != nil {
+		return nil, api.CodeInvalidInput, err
+	}
+	return prog, "", nil
+}
+
+// admitErrCode is the result code of a refused admission: timeout when the caller gave up
+// while queued, otherwise overloaded.
+func admitErrCode(err error) api.ErrorCode {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return api.CodeTimeout
+	}
+	return api.CodeOverloaded
 }
 
 func (s *Surface) resolveExec(in ExecInput) (code, lang string, err error) {
