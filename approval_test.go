@@ -58,7 +58,7 @@ func onlyBRuntime(t *testing.T, rec *recorder, approver api.Approver) (*Runtime,
 	f := &files{writes: map[string]int{}}
 	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 5000 }), func(o *Options) {
 		o.Hooks = []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
-			if ev.ToolID == "native:core:write" && strings.Contains(string(ev.Input), `"b"`) {
+			if ev.ToolID == "native:app:write" && strings.Contains(string(ev.Input), `"b"`) {
 				return api.HookDecision{RequireApproval: true, ApprovalPrompt: "Write b?"}, nil
 			}
 			return api.HookDecision{}, nil
@@ -88,7 +88,7 @@ func TestApprovalSuspendsAndNothingReruns(t *testing.T) { // issue 11: approve �
 				t.Fatalf("the run waited for its deadline instead of returning when only the approval was left")
 			}
 			req := res.PendingApprovals[0]
-			if req.Tool != "native:core:write" || req.Prompt != "Write b?" || !strings.Contains(string(req.Input), `"b"`) || !strings.HasPrefix(req.CallID, "call_1/") {
+			if req.Tool != "native:app:write" || req.Prompt != "Write b?" || !strings.Contains(string(req.Input), `"b"`) || !strings.HasPrefix(req.CallID, "call_1/") {
 				t.Fatalf("request %+v", req)
 			}
 			if got := f.counts(); got["a"] != 1 || got["c"] != 1 || got["b"] != 0 {
@@ -213,7 +213,7 @@ func TestApproverAnswersInline(t *testing.T) { // issue 11: a person asked throu
 	}
 	// …or allow when the rule says so.
 	rt3 := newRuntime(t, testConfig(t), func(o *Options) {
-		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:*", Fallback: api.FallbackAllow}}}
+		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:*", Fallback: api.FallbackAllow}}}
 		o.Approver = noOne
 	})
 	f3 := &files{writes: map[string]int{}}
@@ -244,7 +244,7 @@ func TestApprovalRulesAndDirectCalls(t *testing.T) { // issue 11: patterns, read
 		await tools.write({path: "y"});             // native:*:* → asked
 		await MCP.github.createIssue({title: "t"}); // mcp:*:create* → asked
 		return 1`))
-	if got != "1" || strings.Join(asked, ",") != "native:core:write,mcp:github:create_issue" {
+	if got != "1" || strings.Join(asked, ",") != "native:app:write,mcp:github:create_issue" {
 		t.Fatalf("%s, asked %v", got, asked)
 	}
 	// A direct-only tool called by the model goes through the same gate, synchronously.

@@ -40,8 +40,7 @@ func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runti
 		o.HotRuns = -1
 	}
 	if durableMode {
-		o.RunStore = runstore.NewMemDurable(runstore.Limits{SessionRuns: cfg.Runtime.Suspended.MaxRunsPerSession,
-			Bytes: cfg.Runtime.Suspended.MaxBytes, SessionBytes: cfg.Runtime.Suspended.MaxBytesPerSession})
+		o.RunStore = runstore.NewMemDurable(o.Suspended.storeLimits())
 	}
 	for _, f := range opts {
 		f(&o)
@@ -59,13 +58,14 @@ func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runti
 
 func schema(s string) json.RawMessage { return json.RawMessage(s) }
 
-// fixtureTools is a catalog with every kind of tool.
+// fixtureTools is a catalog with every kind of tool. Its unowned natives stand for the
+// gateway's built-in tools (native:app:*).
 func fixtureTools() []*api.Tool {
 	echo := func(ctx context.Context, c *api.Call) (*api.Result, error) {
 		return &api.Result{Content: []api.ContentBlock{{Type: "text", Text: string(c.Input)}}, Details: c.Input}, nil
 	}
 	return []*api.Tool{
-		{Name: "read", Description: "Read a file.", ReadOnly: true,
+		{Name: "read", Owner: api.CoreOwner, Description: "Read a file.", ReadOnly: true,
 			InputSchema:  schema(`{"type":"object","properties":{"path":{"type":"string"},"offset":{"type":"integer","minimum":1}},"required":["path"],"additionalProperties":false}`),
 			OutputSchema: schema(`{"type":"object","properties":{"path":{"type":"string"},"content":{"type":"string"}},"required":["path","content"],"additionalProperties":false}`),
 			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
@@ -73,16 +73,16 @@ func fixtureTools() []*api.Tool {
 				_ = json.Unmarshal(c.Input, &in)
 				return api.TextResult("contents of "+in.Path, map[string]any{"path": in.Path, "content": "hello from " + in.Path})
 			}},
-		{Name: "exec", Description: "Run a shell command.",
+		{Name: "exec", Owner: api.CoreOwner, Description: "Run a shell command.",
 			InputSchema: schema(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`),
 			Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
 				return api.TextResult("ran", map[string]any{"exitCode": 0, "input": c.Input})
 			}},
-		{Name: "wait", Description: "A tool that collides with code mode's wait.", Execute: echo},
-		{Name: "tool_search", Description: "Tool search control tool.", Execute: echo},
-		{Name: "image", Description: "Look at an image.", DirectOnly: true, Execute: echo},
-		{Name: "echo", Description: "Echo the input back.", Execute: echo},
-		{Name: "secret_admin", Description: "Denied by policy.", Execute: echo},
+		{Name: "wait", Owner: api.CoreOwner, Description: "A tool that collides with code mode's wait.", Execute: echo},
+		{Name: "tool_search", Owner: api.CoreOwner, Description: "Tool search control tool.", Execute: echo},
+		{Name: "image", Owner: api.CoreOwner, Description: "Look at an image.", DirectOnly: true, Execute: echo},
+		{Name: "echo", Owner: api.CoreOwner, Description: "Echo the input back.", Execute: echo},
+		{Name: "secret_admin", Owner: api.CoreOwner, Description: "Denied by policy.", Execute: echo},
 		{Name: "shipping_list", Owner: "shipping", Description: "List shipments.", ReadOnly: true,
 			InputSchema:  schema(`{"type":"object","properties":{}}`),
 			OutputSchema: schema(`{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"paid":{"type":"boolean"},"tons":{"type":"number"}},"required":["id","paid","tons"],"additionalProperties":false}}`),
@@ -168,7 +168,7 @@ func TestDisabledLeavesToolsUnchanged(t *testing.T) { // A4, C1, §19
 			t.Fatalf("%s: tools %v, want %v", cm, names, want)
 		}
 		code := "return 1"
-		r := s.Exec(context.Background(), "c", ExecInput{Code: &code})
+		r := s.Exec(context.Background(), "c", ExecInput{Code: code})
 		if r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput {
 			t.Fatalf("exec on an inactive surface: %+v", r)
 		}
@@ -265,12 +265,14 @@ func TestCatalogHelpers(t *testing.T) { // G1, G3, K5, §19: search, describe, c
 			unpaidHeavy: shipments.filter(s => !s.paid && s.tons > 10).map(s => s.id),
 			raw: raw.tool + " " + raw.result.details.content, short: short.content,
 			none: (await tools.search("")).length, capped: (await tools.search("tool", {limit: 500})).length <= 50,
+			server: ship.server, why: ship.why, // issue 23 item 5
+			onlyCore: (await tools.search("list shipments", {server: "core"})).every(h => h.server === "core"),
 		}`)
-	want := `{"first":"native:shipping:shipping_list","described":["type","properties"],"hasOutputSchema":true,"unpaidHeavy":["a"],"raw":"native:core:read hello from a.txt","short":"hello from b.txt","none":0,"capped":true}`
+	want := `{"first":"native:shipping:shipping_list","described":["type","properties"],"hasOutputSchema":true,"unpaidHeavy":["a"],"raw":"native:core:read hello from a.txt","short":"hello from b.txt","none":0,"capped":true,"server":"shipping","why":"matched list, shipments","onlyCore":true}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
-	if r.Telemetry.SearchCount != 3 || r.Telemetry.DescribeCount != 1 || r.Telemetry.CallCount != 3 {
+	if r.Telemetry.SearchCount != 4 || r.Telemetry.DescribeCount != 1 || r.Telemetry.CallCount != 3 {
 		t.Fatalf("telemetry %+v", r.Telemetry)
 	}
 }
@@ -452,10 +454,10 @@ func TestMCPNamespace(t *testing.T) { // K4, M2, M3, §19
 		return {
 			number: res.structuredContent.number, files: files.map(f => f.path),
 			declares: dts.includes("function createIssue(input: {"), header: hdr.declarations.includes("createIssue"),
-			found: found[0].call, inAll: ALL_TOOLS.some(e => e.source === "mcp"), inTools: "createIssue" in tools,
+			found: found[0].call, why: found[0].why.startsWith("matched "), inAll: ALL_TOOLS.some(e => e.source === "mcp"), inTools: "createIssue" in tools,
 			bad: bad.includes("invalid API path"), noArg,
 		}`)
-	want := `{"number":7,"files":["mcp/index.d.ts","mcp/github.d.ts"],"declares":true,"header":true,"found":"MCP.github.createIssue","inAll":false,"inTools":false,"bad":true,"noArg":"TypeError"}`
+	want := `{"number":7,"files":["mcp/index.d.ts","mcp/github.d.ts"],"declares":true,"header":true,"found":"MCP.github.createIssue","why":true,"inAll":false,"inTools":false,"bad":true,"noArg":"TypeError"}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
@@ -526,7 +528,7 @@ func TestWaitLifecycle(t *testing.T) { // W1, W3, W4, W7, §19
 	rc := api.RunContext{AgentID: "a", SessionKey: "s1", RunID: "r1"}
 	s := rt.Activate(rc, []*api.Tool{slow})
 	r := execCode(t, s, `text("before"); const v = await tools.slow({}); text("after"); return v`)
-	if r.Status != api.StatusWaiting || r.RunID == "" || len(r.PendingToolCalls) != 1 || r.PendingToolCalls[0].Tool != "native:core:slow" {
+	if r.Status != api.StatusWaiting || r.RunID == "" || len(r.PendingToolCalls) != 1 || r.PendingToolCalls[0].Tool != "native:app:slow" {
 		t.Fatalf("%+v", r)
 	}
 	if len(r.Output) != 1 || r.Output[0].Text != "before" {
@@ -593,7 +595,7 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 	go func() { first <- waitRaw(s, "w1", in) }()
 	time.Sleep(50 * time.Millisecond)
 	second := waitRaw(s, "w2", in)
-	if second.Status != api.StatusFailed || !strings.Contains(second.Error, "already in progress") {
+	if second.Status != api.StatusFailed || second.Code != api.CodeBusy || second.RunID != r.RunID || second.RetryAfterMs <= 0 || !strings.Contains(second.Error, "already in progress") {
 		t.Fatalf("%+v", second)
 	}
 	close(release)
@@ -604,7 +606,7 @@ func TestConcurrentWait(t *testing.T) { // W3: one wait at a time per run
 
 func TestSuspendedRunCap(t *testing.T) { // W5
 	// One session may hold every run here; runtime.suspended's per-session cap has its own tests.
-	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Runtime.Suspended.MaxRunsPerSession = 64 }))
+	rt := newRuntime(t, testConfig(t, func(c *config.Config) { c.Runtime.Suspended.MaxRuns, c.Runtime.Suspended.MaxRunsPerSession = 64, 64 }))
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	for i := 0; i < 64; i++ {
 		if r := execCode(t, s, `await yield_control(); return 1`); r.Status != api.StatusWaiting {
@@ -655,9 +657,19 @@ func TestRestartSafe(t *testing.T) { // W6, X9: refused side effects, no auto-dr
 }
 
 func TestFailClosed(t *testing.T) { // §0, Z2: no sandbox → every exec fails, tools stay hidden
-	rt, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), Engine{Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")}))
+	bad := Engine{Wasm: []byte("\x00asm\x01\x00\x00\x00garbage")}
+	// issue 24: New says the engine is missing, unless told to start anyway.
+	if _, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), bad)); err == nil ||
+		!strings.Contains(err.Error(), "code mode engine unavailable") || !strings.Contains(err.Error(), "AllowMissing") {
+		t.Fatalf("New without an engine: %v", err)
+	}
+	bad.AllowMissing = true
+	rt, err := New(context.Background(), withEngine(ConfigOptions(testConfig(t)), bad))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if rt.Err() == nil {
+		t.Fatal("Err() is nil without an engine")
 	}
 	defer rt.Close()
 	s := rt.Activate(api.RunContext{}, fixtureTools())

@@ -20,7 +20,7 @@ func execDescription(cat *catalog.Catalog, languages []string, namespaces []*nam
 	}
 	b.WriteString(strings.Join(names, " or "))
 	b.WriteString(` program in a sandbox to use the tool catalog: search it, call tools (in parallel with Promise.all), loop, join and filter, then return only what you need. The code is the body of an async function: use await and return a JSON-compatible value. There is no import/require, filesystem, network or environment: everything goes through these globals.
-- tools.search(query, {limit?}) → [{id, name, description, input, output?}]; tools.describe(id) → the same plus full JSON schemas; ALL_TOOLS lists every entry.
+- tools.search(query, {limit?, server?}) → [{id, name, server, description, input, output?, why}]; tools.describe(id) → the same plus full JSON schemas; ALL_TOOLS lists every entry.
 - tools.callValue(id, input) → the tool's JSON value; tools.call(id, input) → the raw {tool, result}; tools.<name>(input) is a shorthand where shown below. A failed call throws a catchable Error with .code.
 - text(value), json(value) and console.log(...) add to the result's output; yield_control(reason) suspends the run and returns "waiting".
 - If the result is "waiting" (slow tools are still running), call wait with its runId. Calls and timers a cell starts without awaiting them still finish before the result.
@@ -28,7 +28,7 @@ func execDescription(cat *catalog.Catalog, languages []string, namespaces []*nam
 Output hints: "-> T" is the declared shape of what tools.callValue returns. "-> ?" means unknown: return the raw value first, look at it, and filter or transform it in a later exec instead of guessing field names (also when a declared value feeds a "-> ?" call).
 `)
 	if servers := cat.Servers(); len(servers) > 0 {
-		b.WriteString(`MCP servers are connected: MCP.$search(query, {limit?, server?}) → [{server, tool, call, description, input}], then call a tool as MCP.<server>.<tool>({...}) with one object argument (it returns {content, structuredContent?, isError?}). Typed declarations are virtual files: await API.list("mcp") and await API.read("mcp/<server>.d.ts"); MCP.<server>.$api(toolName?) returns one tool's declaration inline. MCP tools are not in ALL_TOOLS or tools.*. Servers: `)
+		b.WriteString(`MCP servers are connected: MCP.$search(query, {limit?, server?}) → [{server, tool, call, description, input, why}], then call a tool as MCP.<server>.<tool>({...}) with one object argument (it returns {content, structuredContent?, isError?}). Typed declarations are virtual files: await API.list("mcp") and await API.read("mcp/<server>.d.ts"); MCP.<server>.$api(toolName?) returns one tool's declaration inline. MCP tools are not in ALL_TOOLS or tools.*. Servers: `)
 		for i, s := range servers {
 			if i > 0 {
 				b.WriteString(", ")

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
@@ -27,16 +28,17 @@ import (
 // format, the runs this process holds (their VMs and the calls they still run), heartbeats and
 // the results those calls write back.
 
-// Timing of the durable layer; variables so tests can shorten them.
+// Timing of the durable layer. Heartbeats and lease renewals follow the store's Takeover
+// (runStore.redis.takeoverMs): a holder renews five times per takeover, so one or two lost
+// renewals do not lose a live run, and a dead holder frees its runs one takeover later.
 var (
-	// heartbeatEvery is how often an owner says it still runs calls; heartbeatTTL is how long a
-	// resumer believes it. A resumer declares the calls of an owner silent for heartbeatTTL lost.
-	heartbeatEvery = time.Second
-	heartbeatTTL   = 5 * time.Second
 	// pollFirst and pollMax pace a wait that waits for results other processes write.
 	pollFirst = 10 * time.Millisecond
 	pollMax   = 200 * time.Millisecond
 )
+
+// renewsPerTakeover is how many times per takeover a holder renews.
+const renewsPerTakeover = 5
 
 // recordVersion is the version of the record envelope below.
 const recordVersion = 1
@@ -70,15 +72,25 @@ type recordState struct {
 type marker struct {
 	Version string `json:"version"`
 	Holder  string `json:"holder"`
+	// ReplaySafeOnly: the wait only reissued replay-safe calls of a stopped replica (it did not
+	// run the VM): replaying the record repeats nothing unsafe.
+	ReplaySafeOnly bool `json:"replaySafeOnly,omitempty"`
 }
 
 // durableRuns is a runtime's side of a shared run store.
 type durableRuns struct {
-	store runstore.Durable
-	owner string
-	log   *slog.Logger
-	ttl   time.Duration // snapshotTtlSeconds
-	lease time.Duration
+	store   runstore.Durable
+	owner   string
+	log     *slog.Logger
+	ttl     time.Duration // snapshotTtlSeconds
+	lease   time.Duration // the store's takeover: a wait's hold, renewed while it runs
+	beat    time.Duration // heartbeat and renewal period
+	beatTTL time.Duration // how long a heartbeat is believed
+
+	// Counters for metrics (Runtime.Stats).
+	takeovers, reissued, lost, busy, storeFailures atomic.Uint64
+	// probed is when exec last probed the store (unix ns).
+	probed atomic.Int64
 
 	mu      sync.Mutex
 	entries map[string]*durableEntry
@@ -110,6 +122,7 @@ type durableRun struct {
 	run         *sandbox.Run
 	disp        *dispatch.Dispatcher
 	version     string
+	fingerprint string // the tool set it was built from (the surface's catalog key)
 	restartSafe bool
 	layout      map[string]string
 }
@@ -119,7 +132,7 @@ type pendingResult struct {
 	data   []byte
 }
 
-func newDurableRuns(store runstore.Durable, log *slog.Logger, ttl, timeout time.Duration) *durableRuns {
+func newDurableRuns(store runstore.Durable, log *slog.Logger, ttl time.Duration) *durableRuns {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	host, _ := os.Hostname()
@@ -127,8 +140,84 @@ func newDurableRuns(store runstore.Durable, log *slog.Logger, ttl, timeout time.
 		host = host[:64]
 	}
 	owner := fmt.Sprintf("%s:%d:%s", host, os.Getpid(), base64.RawURLEncoding.EncodeToString(b[:]))
-	return &durableRuns{store: store, owner: owner, log: log, ttl: ttl, lease: 2*timeout + 15*time.Second,
+	lease := store.Takeover()
+	if lease <= 0 {
+		lease = runstore.DefaultTakeover
+	}
+	return &durableRuns{store: store, owner: owner, log: log, ttl: ttl, lease: lease,
+		beat: max(lease/renewsPerTakeover, 10*time.Millisecond), beatTTL: lease,
 		entries: map[string]*durableEntry{}}
+}
+
+// renew keeps a wait's lease while it runs (every beat), so the lease can be short: a wait on a
+// replica that dies frees the run one takeover after its last renewal. It returns the function
+// that stops it (idempotent).
+func (d *durableRuns) renew(ctx context.Context, l runstore.Lease) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d.beat)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			c, cancel := context.WithTimeout(ctx, d.lease)
+			err := d.store.Renew(c, l, d.lease)
+			cancel()
+			if err != nil && !runstore.IsStoreError(err) {
+				return // lost, cancelled or gone: the wait learns it when it writes
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done); <-finished })
+	}
+}
+
+// releaseLease ends a hold without changing the record.
+func (d *durableRuns) releaseLease(ctx context.Context, l runstore.Lease) {
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = d.store.Release(c, l, nil, nil, d.ttl)
+}
+
+// noteStore counts a failed write to the store (metrics).
+func (d *durableRuns) noteStore(err error) {
+	if runstore.IsStoreError(err) {
+		d.storeFailures.Add(1)
+	}
+}
+
+// refusing reports why the store refuses writes right now ("" when it does not): exec checks it
+// before running a cell that may suspend, so that it fails before its tool calls run, not after.
+// It is the store's own record of its last write or probe (a readiness probe counts), and when
+// that says nothing, one probe per takeover.
+func (d *durableRuns) refusing(ctx context.Context) (kind, msg string) {
+	r, ok := d.store.(interface{ Refusing() (kind, msg string) })
+	if !ok {
+		return "", "" // an in-process store never refuses for lack of room: its limits say so
+	}
+	if kind, msg = r.Refusing(); kind != "" {
+		return kind, msg
+	}
+	// Nothing refused lately: probe anyway once per takeover, so the first exec after Redis
+	// filled up (with no write since, and no readiness probe) fails before it runs, not after.
+	now := time.Now().UnixNano()
+	last := d.probed.Load()
+	if now-last < int64(d.lease) || !d.probed.CompareAndSwap(last, now) {
+		return "", ""
+	}
+	if p, ok := d.store.(interface{ Ping(context.Context) error }); ok {
+		c, cancel := context.WithTimeout(ctx, d.lease)
+		_ = p.Ping(c)
+		cancel()
+	}
+	return r.Refusing()
 }
 
 // storeCtx bounds a store call made on behalf of no request (results, heartbeats, cleanup).
@@ -196,9 +285,9 @@ func (d *durableRuns) startLocked() {
 // moment, and ends runs that are gone from the store.
 func (d *durableRuns) loop() {
 	defer close(d.done)
-	t := time.NewTicker(heartbeatEvery)
+	t := time.NewTicker(d.beat)
 	defer t.Stop()
-	for {
+	for n := 1; ; n++ {
 		select {
 		case <-d.stop:
 			return
@@ -213,7 +302,60 @@ func (d *durableRuns) loop() {
 		for _, e := range entries {
 			e.tick()
 		}
+		if n%renewsPerTakeover == 0 {
+			d.reconcile(entries)
+		}
 	}
+}
+
+// reconcile lets go of live VMs whose run was continued elsewhere (the stored version is not
+// theirs) or is gone: they can never be continued here, and they are not this replica's runs
+// any more (codemode_suspended_runs counts the runs whose current version this replica holds).
+// One pipelined read per takeover, for every idle VM this process holds.
+func (d *durableRuns) reconcile(entries []*durableEntry) {
+	vs, ok := d.store.(runstore.Versioner)
+	if !ok {
+		return
+	}
+	var ids []string
+	for _, e := range entries {
+		if e.currentVersion() != "" {
+			ids = append(ids, e.id)
+		}
+	}
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := storeCtx()
+	defer cancel()
+	stored, err := vs.Versions(ctx, ids)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		v, asked := stored[e.id]
+		if !asked {
+			continue
+		}
+		e.mu.Lock()
+		if e.current != nil && !e.busy && e.current.version != v {
+			cur := e.current
+			e.current = nil
+			e.addCarrierLocked(cur.run) // its calls, if any, still finish and write their results
+		}
+		e.mu.Unlock()
+	}
+}
+
+// currentVersion is the version of the live VM this process holds for the run, "" for none
+// (or while a wait uses it).
+func (e *durableEntry) currentVersion() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.current == nil || e.busy {
+		return ""
+	}
+	return e.current.version
 }
 
 // live reports whether the entry runs calls here or holds results to write.
@@ -261,7 +403,7 @@ func (e *durableEntry) tick() {
 func (e *durableEntry) heartbeat() error {
 	ctx, cancel := storeCtx()
 	defer cancel()
-	return e.d.store.Heartbeat(ctx, e.id, e.d.owner, heartbeatTTL)
+	return e.d.store.Heartbeat(ctx, e.id, e.d.owner, e.d.beatTTL)
 }
 
 // sink receives the results of calls that complete here while the run is suspended.
@@ -516,4 +658,36 @@ func lostError(c sandbox.PendingCall) *api.ToolError {
 	}
 	return &api.ToolError{Name: "Error", Code: "lost_on_replica",
 		Message: fmt.Sprintf("%s was running on a gateway replica that stopped before its result was saved: it may or may not have run; check its effect before calling it again", label)}
+}
+
+// drain waits until no call this process runs for a suspended run is still running and every
+// result is written to the store (a graceful stop: nothing is left for other replicas to count
+// as lost), or ctx ends.
+func (d *durableRuns) drain(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		entries := make([]*durableEntry, 0, len(d.entries))
+		for _, e := range d.entries {
+			entries = append(entries, e)
+		}
+		d.mu.Unlock()
+		busy := 0
+		for _, e := range entries {
+			calls, results := e.live()
+			busy += calls + results
+			if results > 0 {
+				e.flush()
+			}
+		}
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d calls or results of suspended runs still pending: %w", busy, ctx.Err())
+		case <-t.C:
+		}
+	}
 }

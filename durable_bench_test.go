@@ -2,12 +2,15 @@ package codemode
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/runstore/redisstore"
 	"github.com/codemode-go/codemode/internal/testtools/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // BenchmarkDurable measures exec → waiting and wait → completed with the Redis run store on
@@ -32,6 +35,30 @@ func BenchmarkDurable(b *testing.B) {
 	sa, sc := a.Activate(scope, fixtureTools()), c.Activate(scope, fixtureTools())
 	code := `await yield_control(); return 1`
 	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer rdb.Close()
+	// issue 20: what one run (exec → waiting, then wait → completed) costs Redis: commands,
+	// bytes each way and server CPU, from INFO before and after.
+	b.Run("PerRun", func(b *testing.B) {
+		for _, mode := range []string{"hot", "cold"} {
+			waiter := map[string]*Surface{"hot": sa, "cold": sc}[mode]
+			b.Run(mode, func(b *testing.B) {
+				before := redisCounters(b, rdb)
+				for b.Loop() {
+					r := execCode(b, sa, code)
+					if w := waiter.Wait(ctx, "w", WaitInput{RunID: r.RunID}); w.Status != api.StatusCompleted {
+						b.Fatal(w)
+					}
+				}
+				after := redisCounters(b, rdb)
+				n := float64(b.N)
+				b.ReportMetric((after.cmds-before.cmds-1)/n, "redis-cmds/run") // less the INFO itself
+				b.ReportMetric((after.in-before.in)/n, "redis-in-B/run")
+				b.ReportMetric((after.out-before.out)/n, "redis-out-B/run")
+				b.ReportMetric((after.cpu-before.cpu)*1e6/n, "redis-cpu-µs/run")
+			})
+		}
+	})
 	for _, mode := range []string{"hot", "cold"} {
 		waiter := sa
 		if mode == "cold" {
@@ -63,4 +90,32 @@ func BenchmarkDurable(b *testing.B) {
 			b.ReportMetric(float64(bytes)/float64(b.N), "stored-bytes/run")
 		})
 	}
+}
+
+type redisStats struct{ cmds, in, out, cpu float64 }
+
+// redisCounters reads the server's command count, network bytes and CPU seconds.
+func redisCounters(b *testing.B, rdb *redis.Client) redisStats {
+	info, err := rdb.Info(context.Background(), "stats", "cpu", "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var st redisStats
+	for _, l := range strings.Split(info, "\r\n") {
+		k, v, _ := strings.Cut(l, ":")
+		f := func() float64 { x, _ := strconv.ParseFloat(v, 64); return x }
+		switch {
+		case k == "total_net_input_bytes":
+			st.in = f()
+		case k == "total_net_output_bytes":
+			st.out = f()
+		case k == "used_cpu_sys" || k == "used_cpu_user":
+			st.cpu += f()
+		case strings.HasPrefix(k, "cmdstat_"):
+			calls, _, _ := strings.Cut(strings.TrimPrefix(v, "calls="), ",")
+			x, _ := strconv.ParseFloat(calls, 64)
+			st.cmds += x
+		}
+	}
+	return st
 }

@@ -34,17 +34,18 @@ func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, 
 	if err != nil {
 		return err
 	}
-	rec := runstore.Record{Scope: s.run, Snapshot: st.Snapshot, State: b}
+	rec := runstore.Record{Scope: s.run, Snapshot: st.Snapshot, State: b, Version: env.Version}
 	ctx = context.WithoutCancel(ctx)
 	if lease == nil {
 		err = d.store.Put(ctx, e.id, rec, d.ttl)
 	} else {
 		err = d.store.Release(ctx, *lease, &rec, consumed, d.ttl)
 	}
+	d.noteStore(err)
 	if err != nil {
 		return err
 	}
-	dr.version = env.Version
+	dr.version, dr.fingerprint = env.Version, s.cached.key
 	e.setCurrent(dr)
 	if dr.run.Running() > 0 {
 		// Before `waiting` goes out: a wait elsewhere must find this process alive.
@@ -70,6 +71,7 @@ func (s *Surface) suspendNew(ctx context.Context, start time.Time, run *sandbox.
 		d.drop(e)
 		run.Close()
 		code, msg := suspendFailure(err, "cannot store the suspended run")
+		msg += callsThatRan(out.Delivered, res.PendingToolCalls)
 		res = api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: out.Output}
 		res.Telemetry = s.telemetry(start)
 		return res
@@ -77,6 +79,44 @@ func (s *Surface) suspendNew(ctx context.Context, start time.Time, run *sandbox.
 	res.RunID, res.RestartSafe = id, restartSafe
 	res.Telemetry = s.telemetry(start)
 	return res
+}
+
+// storeRefuses fails an exec before it runs when the shared store refuses writes (full,
+// read-only, unreachable, as the last write or a probe said): a cell that suspended could not
+// be saved, and failing after its tool calls ran would hide that they did (issue 20 item 4).
+func (s *Surface) storeRefuses(ctx context.Context, start time.Time) (api.ExecResult, bool) {
+	kind, msg := s.rt.durable.refusing(ctx)
+	if kind == "" {
+		return api.ExecResult{}, false
+	}
+	return s.failed(start, api.CodeRunStore, "the shared run store refuses writes ("+kind+"): "+msg+
+		"; nothing ran — retry when the store accepts writes again"), true
+}
+
+// callsThatRan says, in a failed result, which nested calls of the cell already ran (their
+// effects happened) and which were still running and are cancelled now.
+func callsThatRan(delivered []string, pending []api.PendingToolCall) string {
+	var b strings.Builder
+	if len(delivered) > 0 {
+		fmt.Fprintf(&b, "; %d nested call(s) had already completed, and their effects happened: %s", len(delivered), strings.Join(capList(delivered, 20), ", "))
+	}
+	names := make([]string, 0, len(pending))
+	for _, p := range pending {
+		if p.Tool != "yield_control" { // a yield is not a call
+			names = append(names, p.Tool+" ("+p.ID+")")
+		}
+	}
+	if len(names) > 0 {
+		fmt.Fprintf(&b, "; %d were still running and were cancelled (they may have had effects): %s", len(names), strings.Join(capList(names, 20), ", "))
+	}
+	return b.String()
+}
+
+func capList(xs []string, n int) []string {
+	if len(xs) <= n {
+		return xs
+	}
+	return append(xs[:n:n], fmt.Sprintf("… %d more", len(xs)-n))
 }
 
 // suspendFailure maps the failure to store a suspended run.
@@ -103,12 +143,36 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 	if s.rt.engine == nil {
 		return fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(s.rt.Err()))
 	}
-	rec, lease, err := d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease)
+	// A process holding the current version's live VM asks for the record only if it changed.
+	have := ""
+	if e := d.lookup(in.RunID); e != nil {
+		have = e.currentVersion()
+	}
+	rec, lease, err := d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease, have)
+	var e *durableEntry
+	var dr *durableRun
+	if err == nil && rec.Unchanged {
+		e = d.entry(in.RunID, s.run)
+		if dr = e.takeCurrent(rec.Version); dr == nil {
+			// Let go of in the meantime (its expiry): read the record after all.
+			e.release()
+			d.releaseLease(ctx, lease)
+			rec, lease, err = d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease, "")
+		}
+	}
 	if err != nil {
+		if errors.Is(err, runstore.ErrBusy) {
+			d.busy.Add(1)
+			return s.busy(start, in.RunID, err)
+		}
+		d.noteStore(err)
 		return fail(storeFailure(err, "cannot take the suspended run"))
 	}
 	bg := context.WithoutCancel(ctx)
+	stopRenew := d.renew(bg, lease)
+	defer stopRenew()
 	keep := func() { // end this wait leaving the record as it is
+		stopRenew()
 		c, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()
 		if err := d.store.Release(c, lease, nil, nil, d.ttl); err != nil {
@@ -116,38 +180,55 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		}
 	}
 	var env recordState
-	if err := json.Unmarshal(rec.State, &env); err != nil || env.V != recordVersion {
+	var st sandbox.State
+	if dr != nil {
+		env = recordState{V: recordVersion, Version: rec.Version, Fingerprint: dr.fingerprint, Namespaces: dr.layout}
+		st.RestartSafe = dr.restartSafe
+	} else if err := json.Unmarshal(rec.State, &env); err != nil || env.V != recordVersion {
 		keep()
 		return fail(api.CodeRunStore, "code mode run record cannot be read by this process (a different codemode version wrote it, or it is corrupt)")
 	}
 	if env.Fingerprint != s.cached.key {
+		if e != nil {
+			e.park(dr)
+		}
 		keep()
 		return fail(api.CodeInvalidInput, "code mode run belongs to a different tool set: this gateway's tools differ from those of the exec that started it (another configuration, or MCP servers still connecting); retry on a replica with the same tools")
 	}
 	results, err := d.store.Results(ctx, lease)
 	if err != nil {
+		if e != nil {
+			e.park(dr)
+		}
 		keep()
 		return fail(storeFailure(err, "cannot read the run's results"))
 	}
-	var st sandbox.State
-	if st, err = sandbox.UnmarshalState(env.Run); err != nil {
-		keep()
-		return fail(api.CodeRunStore, "code mode run record cannot be imported: "+err.Error())
+	if dr == nil {
+		if st, err = sandbox.UnmarshalState(env.Run); err != nil {
+			keep()
+			return fail(api.CodeRunStore, "code mode run record cannot be imported: "+err.Error())
+		}
 	}
 	if mk, ok := results[markerKey]; ok {
 		var m marker
 		_ = json.Unmarshal(mk, &m)
-		if m.Version == env.Version && !st.RestartSafe {
+		if m.Version == env.Version && !st.RestartSafe && !m.ReplaySafeOnly {
 			// A wait made progress from this record and never saved it: replaying would repeat
 			// whatever it did (RATIONALE). The run is over.
+			stopRenew()
 			_ = d.store.Delete(bg, lease)
 			d.cancelLocal(in.RunID)
 			return fail(api.CodeInvalidInput, "code mode run was interrupted: the wait that last continued it stopped (its replica died or lost the run store) before saving its progress, so calls it made may or may not have run; start over with exec")
 		}
+		if m.Version == env.Version {
+			d.takeovers.Add(1) // a dead wait's run, resumed from its last record
+		}
 	}
 
-	e := d.entry(in.RunID, s.run)
-	dr := e.takeCurrent(env.Version)
+	if e == nil {
+		e = d.entry(in.RunID, s.run)
+		dr = e.takeCurrent(env.Version)
+	}
 	if dr == nil {
 		if dr, err = s.importRun(ctx, in.RunID, env, st, rec.Snapshot); err != nil {
 			e.release()
@@ -158,6 +239,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 			}
 			return fail(code, msg)
 		}
+		dr.fingerprint = env.Fingerprint
 		dr.run.SetResultSink(e.sink)
 	}
 	run, disp := dr.run, dr.disp
@@ -172,7 +254,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		return s.endWaitFailed(e, dr, w, start, err, "cannot check the run's calls")
 	}
 	if run.HasQueued() {
-		if err := w.mark(ctx); err != nil {
+		if err := w.mark(ctx, false); err != nil {
 			return s.endWaitFailed(e, dr, w, start, err, "cannot continue the run")
 		}
 		run.StartPending()
@@ -193,7 +275,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 			}
 			release = r
 		}
-		if err := w.mark(ctx); err != nil {
+		if err := w.mark(ctx, false); err != nil {
 			release()
 			markErr = err
 			return nil, err
@@ -309,7 +391,10 @@ type durableWait struct {
 	run     *sandbox.Run
 	disp    *dispatch.Dispatcher
 	version string
-	marked  bool
+	marked  bool // a marker is stored
+	// markedFull: the marker says this wait ran the VM or started calls not known to be
+	// replay-safe; tookOver: it found calls of a stopped replica.
+	markedFull, tookOver bool
 
 	mu        sync.Mutex
 	consumed  map[string]bool
@@ -402,33 +487,46 @@ func (w *durableWait) checkOwners(ctx context.Context, reissue bool) error {
 		w.mu.Lock()
 		w.lost[c.ID] = true
 		w.mu.Unlock()
+		if !w.tookOver {
+			w.tookOver = true
+			d.takeovers.Add(1) // calls of a stopped replica: this wait takes them over
+		}
 		if reissue && w.disp.ReplaySafe(c.Op, c.Payload) {
-			if err := w.mark(ctx); err != nil {
+			// Marked "replay-safe only": if this wait dies too, the next one reissues again.
+			if err := w.mark(ctx, true); err != nil {
 				return err
 			}
 			w.run.Reissue(c.ID)
+			d.reissued.Add(1)
 			continue
 		}
+		d.lost.Add(1)
 		w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})
 	}
 	return nil
 }
 
-// mark writes the marker of a wait about to change the run (start calls, run the VM), once.
-func (w *durableWait) mark(ctx context.Context) error {
+// mark writes the marker of a wait about to change the run (start calls, run the VM), once — or
+// twice, when a wait that only reissued replay-safe calls goes on to run the VM. A marker that
+// says replaySafeOnly lets the next wait replay the record if this one dies: all it did was
+// start calls that are safe to repeat (issue 20 item 3).
+func (w *durableWait) mark(ctx context.Context, replaySafeOnly bool) error {
 	w.mu.Lock()
-	if w.marked {
+	if w.marked && (w.markedFull || replaySafeOnly) {
 		w.mu.Unlock()
 		return nil
 	}
 	w.mu.Unlock()
 	d := w.s.rt.durable
-	b, _ := json.Marshal(marker{Version: w.version, Holder: d.owner})
-	if err := d.store.AddResult(context.WithoutCancel(ctx), w.lease.RunID, w.s.run, markerKey, b); err != nil {
+	b, _ := json.Marshal(marker{Version: w.version, Holder: d.owner, ReplaySafeOnly: replaySafeOnly})
+	err := d.store.AddResult(context.WithoutCancel(ctx), w.lease.RunID, w.s.run, markerKey, b)
+	d.noteStore(err)
+	if err != nil {
 		return err
 	}
 	w.mu.Lock()
 	w.marked = true
+	w.markedFull = !replaySafeOnly
 	w.consumed[markerKey] = true
 	w.mu.Unlock()
 	return nil
@@ -472,7 +570,8 @@ func (w *durableWait) poll(ctx context.Context) (stop func()) {
 }
 
 // checkOwnersConcurrent is checkOwners while the VM may run: it uses the calls listed before
-// the drive (Remote is not safe to read now) and never reissues.
+// the drive (Remote is not safe to read now), fails the lost ones into the cell and never
+// reissues (the next wait does, before its VM runs).
 func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 	w.mu.Lock()
 	remote := w.remote
@@ -496,15 +595,21 @@ func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 		if owners[c.Owner] {
 			continue
 		}
+		if w.disp.ReplaySafe(c.Op, c.Payload) {
+			// Left for the next wait, which reissues it before its VM runs and records that in
+			// the run's next version: a reissue here, while the VM may run, could miss the
+			// record this wait writes and be reissued again by the next (issue 20 item 3: a
+			// replay-safe call of a dead replica is reissued exactly once).
+			continue
+		}
 		w.mu.Lock()
 		skip := w.lost[c.ID] || w.consumed[c.ID]
 		w.lost[c.ID] = true
 		w.mu.Unlock()
 		switch {
 		case skip:
-		case w.disp.ReplaySafe(c.Op, c.Payload):
-			w.run.ReissueLater(c.ID) // the driver's admission writes the marker first
 		default:
+			d.lost.Add(1)
 			w.run.Deliver(c.ID, sandbox.CallResult{Error: lostError(c)})
 		}
 	}
@@ -525,7 +630,7 @@ func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec a
 		dec.By = "library"
 	}
 	b, _ := json.Marshal(dec)
-	rec, lease, err := d.store.Acquire(ctx, runID, s.run, d.owner+"/decide", 10*time.Second)
+	rec, lease, err := d.store.Acquire(ctx, runID, s.run, d.owner+"/decide", 10*time.Second, "")
 	if errors.Is(err, runstore.ErrBusy) {
 		return d.store.AddResult(ctx, runID, s.run, key, b)
 	}

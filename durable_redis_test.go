@@ -63,9 +63,6 @@ func (f *fleetTools) runs(key string) int {
 
 func newFleet(t *testing.T) *fleet {
 	t.Helper()
-	oldEvery, oldTTL := heartbeatEvery, heartbeatTTL
-	heartbeatEvery, heartbeatTTL = 50*time.Millisecond, 400*time.Millisecond
-	t.Cleanup(func() { heartbeatEvery, heartbeatTTL = oldEvery, oldTTL })
 	f := &fleet{srv: redistest.Start(t), prefix: "test:" + runstore.NewID() + ":",
 		tools: &fleetTools{release: make(chan struct{}), ran: map[string]int{}}}
 	for i := range f.key {
@@ -76,7 +73,8 @@ func newFleet(t *testing.T) *fleet {
 
 func (f *fleet) store(t *testing.T, key [32]byte) *redisstore.Store {
 	t.Helper()
-	st, err := redisstore.New(redisstore.Options{URL: f.srv.URL(), Key: key, Prefix: f.prefix, Timeout: time.Second})
+	st, err := redisstore.New(redisstore.Options{URL: f.srv.URL(), Key: key, Prefix: f.prefix, Timeout: time.Second,
+		Lease: 400 * time.Millisecond}) // heartbeats every 80 ms, a silent replica's calls are lost after 400 ms
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +228,8 @@ func TestDurableFleet(t *testing.T) { // issue 15 items 2–3: exec on A, A dies
 				switch {
 				case r.Status == api.StatusCompleted:
 					completed++
-				case r.Code == api.CodeInvalidInput && (strings.Contains(r.Error, "already in progress") || strings.Contains(r.Error, "unavailable or expired")):
+				case r.Code == api.CodeBusy && r.RunID != "" && r.RetryAfterMs > 0 && strings.Contains(r.Error, "already in progress"): // issue 20 item 3
+				case r.Code == api.CodeInvalidInput && strings.Contains(r.Error, "unavailable or expired"):
 				default:
 					t.Fatalf("%+v", r)
 				}
@@ -245,6 +244,9 @@ func TestDurableFleet(t *testing.T) { // issue 15 items 2–3: exec on A, A dies
 func TestDurableRecordsFailClearly(t *testing.T) { // issue 15: tampered, truncated, re-scoped, expired
 	f := newFleet(t)
 	_, sa := f.process(t, "A", fleetScope, nil, nil)
+	// Waits on a tampered record run on another replica: A holds the run's live VM and, as the
+	// record's version is the one it wrote, never reads the record (issue 20 item 5).
+	_, sb := f.process(t, "B", fleetScope, nil, nil)
 	suspend := func() string {
 		t.Helper()
 		res := execCode(t, sa, `await yield_control(); return 1`)
@@ -257,11 +259,11 @@ func TestDurableRecordsFailClearly(t *testing.T) { // issue 15: tampered, trunca
 	defer rdb.Close()
 	ctx := context.Background()
 	tamper := func(id string, fn func([]byte) []byte) {
-		b, err := rdb.HGet(ctx, f.prefix+"run:"+id, "rec").Bytes()
+		b, err := rdb.HGet(ctx, f.prefix+"{"+id+"}:run", "rec").Bytes()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := rdb.HSet(ctx, f.prefix+"run:"+id, "rec", fn(b)).Err(); err != nil {
+		if err := rdb.HSet(ctx, f.prefix+"{"+id+"}:run", "rec", fn(b)).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -279,8 +281,8 @@ func TestDurableRecordsFailClearly(t *testing.T) { // issue 15: tampered, trunca
 		code  api.ErrorCode
 		msg   string
 	}{
-		{"tampered", func(id string) { tamper(id, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }) }, sa, api.CodeRunStore, "failed authentication"},
-		{"truncated", func(id string) { tamper(id, func(b []byte) []byte { return b[:len(b)-20] }) }, sa, api.CodeRunStore, "failed authentication"},
+		{"tampered", func(id string) { tamper(id, func(b []byte) []byte { b[len(b)/2] ^= 1; return b }) }, sb, api.CodeRunStore, "failed authentication"},
+		{"truncated", func(id string) { tamper(id, func(b []byte) []byte { return b[:len(b)-20] }) }, sb, api.CodeRunStore, "failed authentication"},
 		{"re-scoped", func(string) {}, otherSession, api.CodeInvalidInput, "belongs to a different session"},
 		{"another store key", func(string) {}, wrongKey, api.CodeRunStore, "different run store key"},
 		{"another tool set", func(string) {}, otherTools, api.CodeInvalidInput, "different tool set"},

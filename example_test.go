@@ -9,7 +9,6 @@ import (
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // An agent loop embeds code mode in a few lines: activate the run's tools, send the model the
@@ -40,6 +39,9 @@ func ExampleSurface_Handle() {
 	// The model answers with a tool call; its arguments go to Handle unchanged.
 	args := json.RawMessage(`{"code": "const w = await tools.weather({city: 'Lisbon'}); return w.celsius > 20 ? 'warm' : 'cold'"}`)
 	res := s.Handle(ctx, "call_1", "exec", args)
+	if res.Exec.Status == api.StatusFailed {
+		log.Fatalf("%s: %s", res.Exec.Code, res.Exec.Error)
+	}
 	fmt.Println(res.Exec.Status, string(res.Exec.Value))
 	// Output:
 	// the model sees: [exec wait]
@@ -129,7 +131,7 @@ func Example_hooksAndApprovals() {
 			return api.TextResult("sent", map[string]any{"ok": true, "input": json.RawMessage(c.Input)})
 		}}
 	rt, _ := codemode.New(ctx, codemode.Options{
-		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:send_email", Prompt: "Send this email?"}}},
+		Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:send_email", Prompt: "Send this email?"}}},
 		Hooks: []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
 			if ev.ToolName == "send_email" {
 				// A trusted rewrite: every email goes to the review address.
@@ -151,7 +153,7 @@ func Example_hooksAndApprovals() {
 	done := s.Wait(ctx, "c2", codemode.WaitInput{RunID: res.RunID})
 	fmt.Println(done.Status, string(done.Value), "sent:", sent)
 	// Output:
-	// waiting approval native:core:send_email Send this email? sent: 0
+	// waiting approval native:app:send_email Send this email? sent: 0
 	// completed "review@example.com" sent: 1
 }
 
@@ -163,7 +165,7 @@ func ExampleSurface_Wait() {
 	defer rt.Close()
 	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
 
-	first := s.Exec(ctx, "c1", codemode.ExecInput{Code: ptr(`let n = 20; text("before"); await yield_control("checkpoint"); text("after"); return n + 1`)})
+	first := s.Exec(ctx, "c1", codemode.ExecInput{Code: `let n = 20; text("before"); await yield_control("checkpoint"); text("after"); return n + 1`})
 	fmt.Println(first.Status, first.Reason, first.Output[0].Text)
 	last := s.Wait(ctx, "c2", codemode.WaitInput{RunID: first.RunID})
 	fmt.Println(last.Status, string(last.Value), last.Output[0].Text)
@@ -171,50 +173,3 @@ func ExampleSurface_Wait() {
 	// waiting yield before
 	// completed 21 after
 }
-
-// Any MCP server can put code mode in front of its tools: register the surface's tools and send
-// every call to Handle. (`codemode serve` is this, plus sessions, security and passthrough.)
-func Example_serveMCP() {
-	ctx := context.Background()
-	rt, _ := codemode.New(ctx, codemode.Options{})
-	defer rt.Close()
-	add := &api.Tool{Name: "add", Description: "Add two numbers.",
-		InputSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}}}`),
-		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-			var in struct{ A, B float64 }
-			_ = json.Unmarshal(c.Input, &in)
-			return api.TextResult(fmt.Sprint(in.A+in.B), in.A+in.B)
-		}}
-	surface := rt.Activate(api.RunContext{AgentID: "mcp"}, []*api.Tool{add})
-
-	server := mcp.NewServer(&mcp.Implementation{Name: "my-code-mode", Version: "1"}, nil)
-	for _, t := range surface.Tools() {
-		server.AddTool(&mcp.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				// One scope per client session keeps suspended runs apart.
-				run := surface.ForRun(api.RunContext{AgentID: "mcp", SessionKey: req.Session.ID()})
-				res := run.Handle(ctx, "call", req.Params.Name, req.Params.Arguments)
-				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, IsError: res.IsError()}, nil
-			})
-	}
-
-	// A client, in memory here; over stdio or HTTP in a real program.
-	st, ct := mcp.NewInMemoryTransports()
-	go func() { _ = server.Run(ctx, st) }()
-	client, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, ct, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer client.Close()
-	out, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "return await tools.add({a: 2, b: 40})"}})
-	if err != nil {
-		log.Fatal(err)
-	}
-	var result api.ExecResult
-	_ = json.Unmarshal([]byte(out.Content[0].(*mcp.TextContent).Text), &result)
-	fmt.Println(result.Status, string(result.Value))
-	// Output:
-	// completed 42
-}
-
-func ptr(s string) *string { return &s }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,18 +19,40 @@ import (
 	"github.com/codemode-go/codemode/internal/source"
 )
 
-// ExecInput is the input of the exec tool (X1–X2, W6).
+// ExecInput is the input of the exec tool (X1–X2, W6), as Surface.Exec takes it from Go. A
+// model's own call goes through Handle, which decodes its JSON arguments strictly.
 type ExecInput struct {
-	// Code is the cell: the body of an async function (X6).
-	Code *string `json:"code,omitempty"`
-	// Command is an alias of Code for hook policies and trusted rewrites; when both are present
-	// they must be equal (X1).
-	Command *string `json:"command,omitempty"`
-	// Language is "javascript" (the default) or "typescript" (X2).
-	Language *string `json:"language,omitempty"`
+	// Code is the cell: the body of an async JavaScript or TypeScript function (top-level await,
+	// return the result).
+	Code string `json:"code,omitempty"`
+	// Command is an alias of Code for hook policies and trusted rewrites; when both are given
+	// they must be equal.
+	Command string `json:"command,omitempty"`
+	// Language is "javascript" ("" means javascript) or "typescript".
+	Language string `json:"language,omitempty"`
 	// RestartSafe declares read-only work: tools not declared read-only are refused before they
 	// run, pending work is never drained automatically, and waiting results say restartSafe (W6).
 	RestartSafe bool `json:"restartSafe,omitempty"`
+}
+
+// execArgs is exec's input as the model sent it: a field that is present, even empty, differs
+// from an absent one (X1: when both code and command are present they must be equal).
+type execArgs struct {
+	Code        *string `json:"code,omitempty"`
+	Command     *string `json:"command,omitempty"`
+	Language    *string `json:"language,omitempty"`
+	RestartSafe bool    `json:"restartSafe,omitempty"`
+}
+
+// args is the input as Handle would have decoded it: an empty string is an absent field.
+func (in ExecInput) args() execArgs {
+	opt := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	return execArgs{Code: opt(in.Code), Command: opt(in.Command), Language: opt(in.Language), RestartSafe: in.RestartSafe}
 }
 
 // WaitInput is the input of the wait tool.
@@ -97,18 +120,16 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 	if s.active {
 		switch name {
 		case "exec":
-			var in ExecInput
+			var in execArgs
 			if err := decodeStrict(args, &in, "exec"); err != nil {
-				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
-				return CallResult{Exec: &res}
+				return CallResult{Exec: s.refuse(callID, name, args, err)}
 			}
 			res := s.exec(ctx, callID, in, args)
 			return CallResult{Exec: &res}
 		case "wait":
 			var in WaitInput
 			if err := decodeStrict(args, &in, "wait"); err != nil {
-				res := s.failed(time.Now(), api.CodeInvalidInput, err.Error())
-				return CallResult{Exec: &res}
+				return CallResult{Exec: s.refuse(callID, name, args, err)}
 			}
 			res := s.Wait(ctx, callID, in)
 			return CallResult{Exec: &res}
@@ -119,6 +140,19 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 		return CallResult{Err: err}
 	}
 	return CallResult{Tool: res}
+}
+
+// refuse fails a control call whose arguments do not decode, recording it like any other: the
+// trajectory holds every call the model made.
+func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *api.ExecResult {
+	now := time.Now()
+	res := s.failed(now, api.CodeInvalidInput, err.Error())
+	input := args
+	if !json.Valid(input) {
+		input, _ = json.Marshal(string(args))
+	}
+	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	return &res
 }
 
 // suspendedRun is what the run store keeps between exec and wait.
@@ -150,12 +184,12 @@ func decodeStrict(raw json.RawMessage, v any, what string) error {
 // Exec runs a cell (exec, X1–X9). callID identifies the exec tool call: it is the parent of the
 // cell's nested calls in hooks and the trajectory.
 func (s *Surface) Exec(ctx context.Context, callID string, in ExecInput) api.ExecResult {
-	return s.exec(ctx, callID, in, nil)
+	return s.exec(ctx, callID, in.args(), nil)
 }
 
 // exec runs a cell and records it; raw is the input as the model sent it, when known (hooks and
 // the trajectory see it unchanged).
-func (s *Surface) exec(ctx context.Context, callID string, in ExecInput, raw json.RawMessage) api.ExecResult {
+func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json.RawMessage) api.ExecResult {
 	if raw == nil {
 		raw, _ = json.Marshal(in)
 	}
@@ -178,11 +212,11 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 	t.Record(*tr)
 }
 
-func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw json.RawMessage, tr *api.TrajectoryEvent) api.ExecResult {
+func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw json.RawMessage, tr *api.TrajectoryEvent) api.ExecResult {
 	start := tr.Time
 	rt := s.rt
 	if !s.active {
-		return s.failed(start, api.CodeInvalidInput, "code mode is not active in this run")
+		return s.failed(start, api.CodeInvalidInput, s.inactive())
 	}
 	code, lang, err := s.resolveExec(in)
 	if err != nil {
@@ -198,7 +232,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	}
 	if !bytes.Equal(ev.Input, raw) {
 		tr.Input, tr.OriginalInput = ev.Input, raw
-		var rewritten ExecInput
+		var rewritten execArgs
 		if err := decodeStrict(ev.Input, &rewritten, "exec (as rewritten by a before_tool_call hook)"); err != nil {
 			return s.failed(start, api.CodeInvalidInput, err.Error())
 		}
@@ -214,6 +248,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	if err != nil {
 		return s.failed(start, code2, err.Error())
 	}
+	prog.OfferTypeScript = slices.Contains(rt.cm.Languages, source.TypeScript)
 	tmpl, err := s.template(ctx)
 	if err != nil {
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
@@ -227,6 +262,9 @@ func (s *Surface) runExec(ctx context.Context, callID string, in ExecInput, raw 
 	defer disp.SetProgress(nil)
 	cellID := callID
 	if rt.durable != nil {
+		if res, refused := s.storeRefuses(ctx, start); refused {
+			return res // before any work: a cell that suspended now could not be saved
+		}
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
@@ -270,7 +308,15 @@ func admitErrCode(err error) api.ErrorCode {
 	return api.CodeOverloaded
 }
 
-func (s *Surface) resolveExec(in ExecInput) (code, lang string, err error) {
+// inactive says why exec cannot run in this run.
+func (s *Surface) inactive() string {
+	if !s.rt.cm.Enabled {
+		return "code mode is not active in this run: it is disabled (Options.CodeMode.Enabled is false; in a configuration file, tools.codeMode is not true)"
+	}
+	return "code mode is not active in this run: the run has no tools (disableTools, an empty allow list, or a raw model call)"
+}
+
+func (s *Surface) resolveExec(in execArgs) (code, lang string, err error) {
 	src := source.Input{Code: in.Code, Command: in.Command, Language: in.Language}
 	if code, err = source.ResolveCode(src); err != nil {
 		return "", "", err
@@ -312,6 +358,10 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 		return s.waitDurable(ctx, in, start, tr)
 	}
 	e, err := s.rt.store.Acquire(in.RunID, s.run)
+	if errors.Is(err, runstore.ErrBusy) {
+		// Another wait of this process runs it: it ends within timeoutMs.
+		return s.busy(start, in.RunID, &runstore.BusyError{RetryAfter: s.rt.cm.Timeout()})
+	}
 	if err != nil {
 		return s.failed(start, api.CodeInvalidInput, err.Error())
 	}
@@ -379,6 +429,16 @@ func (s *Surface) finish(start time.Time, run *sandbox.Run, disp *dispatch.Dispa
 
 func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.ExecResult {
 	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Telemetry: s.telemetry(start)}
+}
+
+// busy is the result of a wait on a run another wait holds (W3): not a failure of the run —
+// it carries the runId and when to retry (the other wait's end, or its lease running out when
+// its replica died).
+func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
+	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
+	res.RunID = runID
+	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	return res
 }
 
 // telemetry reports the run's cumulative counters (Y1): see runCounters.

@@ -30,8 +30,8 @@ type plugins struct {
 // every run activated from now on. It fails — and leaves nothing behind — for an invalid or
 // duplicate id, a namespace that cannot be registered, or a Start that fails.
 func (rt *Runtime) AddPlugin(ctx context.Context, p api.Plugin) error {
-	if !pluginID.MatchString(p.ID) || p.ID == api.CoreOwner {
-		return fmt.Errorf("plugin id %q: use 1–64 of a–z, 0–9, _ and - (and not %q)", p.ID, api.CoreOwner)
+	if !pluginID.MatchString(p.ID) || p.ID == api.CoreOwner || p.ID == api.AppOwner {
+		return fmt.Errorf("plugin id %q: use 1–64 of a–z, 0–9, _ and - (and not %q or %q)", p.ID, api.CoreOwner, api.AppOwner)
 	}
 	ps := &rt.plugins
 	ps.mu.Lock()
@@ -134,7 +134,7 @@ func (rt *Runtime) pluginTools() []*api.Tool {
 
 // checkTool refuses calls to tools of plugins removed since the run was activated.
 func (rt *Runtime) checkTool(t *api.Tool) error {
-	if t.Source != api.SourceNative && t.Source != "" || t.Owner == "" || t.Owner == api.CoreOwner {
+	if t.Source != api.SourceNative && t.Source != "" || t.Owner == "" || t.Owner == api.CoreOwner || t.Owner == api.AppOwner {
 		return nil
 	}
 	ps := &rt.plugins

@@ -15,27 +15,32 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/search/embed"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
 // limits, every tool allowed, the engine found or fetched as Engine describes.
 type Options struct {
 	// CodeMode is the code-mode switch and its limits (timeouts, memory, output, snapshots,
-	// search). nil means config.DefaultCodeMode() with code mode enabled. A non-nil value is used
-	// as given: Enabled false leaves every tool exposed directly (A4), and out-of-range limits make
-	// New fail.
+	// search). nil means config.DefaultCodeMode(): on, with the default limits. To change a
+	// limit, start from config.DefaultCodeMode(); a zero limit means its default, Enabled false
+	// exposes every tool directly (A4), and an out-of-range limit makes New fail naming it.
 	CodeMode *config.CodeMode
 	// Policy filters the tools of every run and names the direct-only tools.
 	Policy Policy
@@ -61,7 +66,8 @@ type Options struct {
 	// Logger receives operational logs (warnings about the tool set, an unavailable engine).
 	// nil discards them.
 	Logger *slog.Logger
-	// Engine says where the QuickJS WebAssembly module comes from.
+	// Engine says where the QuickJS WebAssembly module comes from. With code mode enabled, New
+	// fails when the module cannot be loaded, unless Engine.AllowMissing.
 	Engine Engine
 	// HotRuns bounds the suspended runs whose VM stays alive, so that wait continues it in place
 	// (about 40 µs) instead of restoring its snapshot (about 0.6 ms), and exec → waiting skips the
@@ -72,8 +78,9 @@ type Options struct {
 	// HotMemoryBytes bounds the memory those VMs hold, counted as their linear memories'
 	// capacity (0: DefaultHotMemoryBytes).
 	HotMemoryBytes int64
-	// Suspended bounds the suspended runs of one session and their snapshots' bytes, beside the
-	// process cap of 64 runs (W5), so no session can use up the store for the others.
+	// Suspended bounds the suspended runs in all, per principal and per session, in runs and in
+	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
+	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
 	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
 	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
@@ -87,12 +94,30 @@ type Options struct {
 	RunStore RunStore
 }
 
-// SuspendedLimits bound suspended runs per session and in bytes. Zero fields mean no bound
-// beyond the process cap on runs.
+// SuspendedLimits bound suspended runs. A run counts against its session
+// (api.RunContext.SessionKey) and its principal (RunContext.Principal, or the session key when
+// there is none). Zero fields mean no bound, except MaxRuns (0: 1024); ConfigOptions fills them
+// from the configuration (runtime.suspended, whose unset figures follow the memory budget).
 type SuspendedLimits struct {
-	MaxRunsPerSession  int
-	MaxBytes           int64
-	MaxBytesPerSession int64
+	MaxRuns              int
+	MaxRunsPerPrincipal  int
+	MaxRunsPerSession    int
+	MaxBytes             int64
+	MaxBytesPerPrincipal int64
+	MaxBytesPerSession   int64
+}
+
+// storeLimits maps the limits onto the run stores'.
+func (l SuspendedLimits) storeLimits() runstore.Limits {
+	return runstore.Limits{Runs: l.MaxRuns, PrincipalRuns: l.MaxRunsPerPrincipal, SessionRuns: l.MaxRunsPerSession,
+		Bytes: l.MaxBytes, PrincipalBytes: l.MaxBytesPerPrincipal, SessionBytes: l.MaxBytesPerSession}
+}
+
+// suspendedFromConfig is runtime.suspended with its derived figures filled in.
+func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
+	s := cfg.Runtime.Suspended.Resolve(admission.Derive(cfg).MemoryBudget)
+	return SuspendedLimits{MaxRuns: s.MaxRuns, MaxRunsPerPrincipal: s.MaxRunsPerPrincipal, MaxRunsPerSession: s.MaxRunsPerSession,
+		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
 // Admission hands out slots for running VMs, fairly between sessions.
@@ -121,8 +146,7 @@ func ConfigOptions(cfg *config.Config) Options {
 		},
 		Approvals: approvalsFromConfig(t.Approvals),
 		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: SuspendedLimits{MaxRunsPerSession: cfg.Runtime.Suspended.MaxRunsPerSession,
-			MaxBytes: cfg.Runtime.Suspended.MaxBytes, MaxBytesPerSession: cfg.Runtime.Suspended.MaxBytesPerSession},
+		Suspended: suspendedFromConfig(cfg),
 	}
 }
 
@@ -173,15 +197,23 @@ type Engine struct {
 	CompileCacheDir string
 	// NoCompileCache compiles the module in memory on every start (≈600 ms instead of ≈18 ms).
 	NoCompileCache bool
+	// AllowMissing lets New succeed when the module cannot be loaded: code mode then fails
+	// closed — the model still sees only exec and wait, every exec fails with
+	// runtime_unavailable, and Runtime.Err says why. For a server that must start to report its
+	// state (codemode serve does); a program that cannot work without the sandbox leaves it off
+	// and checks New's error.
+	AllowMissing bool
 }
 
 // Runtime is the process-wide code-mode runtime: the compiled QuickJS module, the template VM,
 // the catalog cache and the store of suspended runs. It is safe for concurrent use.
 type Runtime struct {
-	opts   Options
-	cm     config.CodeMode
-	log    *slog.Logger
-	engine *sandbox.Engine
+	opts Options
+	cm   config.CodeMode
+	// embedder is the optional dense-retrieval client for tool search (issue 23), or nil.
+	embedder *embed.Client
+	log      *slog.Logger
+	engine   *sandbox.Engine
 	// engineErr is why the sandbox cannot run: every exec then fails with runtime_unavailable
 	// (fail closed, never a fallback to direct tools).
 	engineErr error
@@ -197,16 +229,14 @@ type Runtime struct {
 	warned     sync.Map // warnings already logged (string → struct{})
 }
 
-// New creates a Runtime. It loads and compiles the QuickJS module when code mode is enabled; if
-// that fails, New still succeeds and every exec fails with runtime_unavailable (fail closed): Err
-// says why. New fails only for invalid options.
+// New creates a Runtime. With code mode enabled it loads and compiles the QuickJS module (found
+// or fetched as Engine describes) and fails if that is impossible, unless Engine.AllowMissing
+// (then every exec fails with runtime_unavailable and Err says why). It fails for invalid
+// options, naming the field.
 func New(ctx context.Context, opts Options) (*Runtime, error) {
-	var cm config.CodeMode
-	if opts.CodeMode == nil {
-		cm = config.DefaultCodeMode()
-		cm.Enabled = true
-	} else {
-		cm = *opts.CodeMode
+	cm := config.DefaultCodeMode()
+	if opts.CodeMode != nil {
+		cm = withDefaultLimits(*opts.CodeMode)
 		if err := cm.Validate(); err != nil {
 			return nil, err
 		}
@@ -227,24 +257,86 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
 		}
 	}
-	sl := opts.Suspended
 	rt := &Runtime{opts: opts, cm: cm, log: log,
-		store: runstore.NewWithLimits(cm.SnapshotTTL(), runstore.Limits{SessionRuns: sl.MaxRunsPerSession,
-			Bytes: sl.MaxBytes, SessionBytes: sl.MaxBytesPerSession}),
+		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
 		catalogs: newCatalogCache(16), counters: newRunCounters(4096),
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
 	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL(), cm.Timeout())
+		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	}
+	if cm.SearchEmbeddings != nil {
+		c, err := newEmbedder(*cm.SearchEmbeddings)
+		if err != nil {
+			return nil, fmt.Errorf("tools.codeMode.searchEmbeddings: %w", err)
+		}
+		rt.embedder = c
 	}
 	if cm.Enabled {
 		rt.loadEngine(ctx)
+		if rt.engineErr != nil && !opts.Engine.AllowMissing {
+			return nil, fmt.Errorf("code mode engine unavailable: %w (Options.Engine says where the QuickJS module comes from; set Engine.AllowMissing to start anyway, with every exec failing)", rt.engineErr)
+		}
 	}
 	if rt.engine != nil && rt.durable != nil {
 		rt.engine.SetOwner(rt.durable.owner)
 	}
 	return rt, nil
+}
+
+// newEmbedder makes the tool-search embeddings client from its configuration.
+func newEmbedder(c config.SearchEmbeddings) (*embed.Client, error) {
+	key := ""
+	if !c.APIKey.IsZero() {
+		k, err := c.APIKey.Resolve()
+		if err != nil {
+			return nil, fmt.Errorf("apiKey: %w", err)
+		}
+		key = k
+	}
+	dir := c.CacheDir
+	if dir == "" {
+		if base, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(base, "codemode", "embeddings")
+		}
+	}
+	return embed.New(embed.Config{URL: c.URL, Model: c.Model, APIKey: key,
+		QueryTimeout: time.Duration(c.QueryTimeoutMs) * time.Millisecond, CacheDir: dir})
+}
+
+// withDefaultLimits fills the zero fields of a code-mode configuration made in Go with the
+// defaults, so a literal that sets one limit keeps the others (Enabled stays as given).
+func withDefaultLimits(c config.CodeMode) config.CodeMode {
+	d := config.DefaultCodeMode()
+	fill := func(v *int, def int) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill64 := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	if c.Runtime == "" {
+		c.Runtime = d.Runtime
+	}
+	if c.Mode == "" {
+		c.Mode = d.Mode
+	}
+	if c.Languages == nil {
+		c.Languages = d.Languages
+	}
+	fill(&c.TimeoutMs, d.TimeoutMs)
+	fill64(&c.MemoryLimitBytes, d.MemoryLimitBytes)
+	fill(&c.MaxOutputBytes, d.MaxOutputBytes)
+	fill64(&c.MaxSnapshotBytes, d.MaxSnapshotBytes)
+	fill(&c.MaxPendingToolCalls, d.MaxPendingToolCalls)
+	fill(&c.SnapshotTTLSeconds, d.SnapshotTTLSeconds)
+	fill(&c.SearchDefaultLimit, d.SearchDefaultLimit)
+	fill(&c.MaxSearchLimit, d.MaxSearchLimit)
+	return c
 }
 
 func (rt *Runtime) loadEngine(ctx context.Context) {
@@ -340,6 +432,22 @@ type Stats struct {
 	HotRuns      int
 	HotBytes     int64
 	HotEvictions int64
+	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
+	RunStore RunStoreStats
+}
+
+// RunStoreStats are counters of a runtime's use of a shared run store, since it started.
+type RunStoreStats struct {
+	// Takeovers counts waits that resumed a run from a replica that stopped (its wait died
+	// midway, or its calls in flight had no live owner).
+	Takeovers uint64
+	// ReissuedCalls counts replay-safe calls of a stopped replica issued again; LostCalls the
+	// others, which settled in their cell as lost_on_replica.
+	ReissuedCalls, LostCalls uint64
+	// BusyWaits counts waits answered "busy": another wait held the run (lease contention).
+	BusyWaits uint64
+	// WriteFailures counts writes the store refused or could not take (unreachable, full).
+	WriteFailures uint64
 }
 
 // Stats reports the runtime's resources.
@@ -348,12 +456,26 @@ func (rt *Runtime) Stats() Stats {
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
 		st.SuspendedRuns, st.SuspendedBytes = d.stats()
+		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
+			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
 	}
 	return st
+}
+
+// Drain prepares a graceful stop with a shared run store (Options.RunStore): it waits until the
+// nested calls this process still runs for suspended runs have finished and their results are
+// stored, so that no other process has to count them lost, or until ctx ends. Call it after the
+// last exec and wait returned, before Close. Without a shared store it returns at once (the runs
+// end with the process).
+func (rt *Runtime) Drain(ctx context.Context) error {
+	if rt.durable == nil {
+		return nil
+	}
+	return rt.durable.drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close

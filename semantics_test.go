@@ -63,7 +63,7 @@ func TestUnawaitedWorkRuns(t *testing.T) {
 		{"timer after return", `setTimeout(() => text("late"), 100); return 3`, `3`, `late`, 0, 0},
 		{"value is the body's value", `const o = {n: 0}; tools.mark({path: "p"}).then(() => { o.n = 1 }); return o`, `{"n":0}`, ``, 1, 1},
 		{"an un-awaited failure is reported", `tools.strict({count: 0}); return 4`, `4`,
-			"Unhandled promise rejection (a promise failed and nothing awaited or caught it): TypeError: native:core:strict was not called: the input does not match its input schema: input.count: minimum: got 0, want 1 [invalid_input]", 1, 0},
+			"Unhandled promise rejection (a promise failed and nothing awaited or caught it): TypeError: native:app:strict was not called: the input does not match its input schema: input.count: minimum: got 0, want 1 [invalid_input]", 1, 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestErrorsAModelCanActOn(t *testing.T) {
 	var hooked atomic.Int64
 	rt := newRuntime(t, testConfig(t), func(o *Options) {
 		o.Hooks = []api.BeforeToolCallHook{func(ctx context.Context, ev *api.ToolCallEvent) (api.HookDecision, error) {
-			if ev.ToolID == "native:core:strict" {
+			if ev.ToolID == "native:app:strict" {
 				hooked.Add(1)
 			}
 			return api.HookDecision{}, nil
@@ -198,10 +198,10 @@ func TestErrorsAModelCanActOn(t *testing.T) {
 			[]string{"call MCP.github.createIssue({...})"}, nil},
 		{"unknown catalog id", "javascript", `return await tools.callValue("echo", {})`, "",
 			[]string{`unknown tool id "echo"; did you mean "native:core:echo"?`}, nil},
-		{"unknown id to describe", "javascript", `return await tools.describe("native:core:reed")`, "",
+		{"unknown id to describe", "javascript", `return await tools.describe("native:app:reed")`, "",
 			[]string{`did you mean "native:core:read"?`}, nil},
 		{"input fails the schema", "javascript", `return await tools.strict({count: 0, tags: [1], extra: true})`, "",
-			[]string{"native:core:strict was not called: the input does not match its input schema",
+			[]string{"native:app:strict was not called: the input does not match its input schema",
 				"input: additional properties 'extra' not allowed", "input.count: minimum: got 0, want 1", "input.tags[0]: got number, want string", "[invalid_input]"}, nil},
 		{"MCP input fails the schema", "javascript", `return await MCP.github.createIssue({body: "no title"})`, "",
 			[]string{"mcp:github:create_issue was not called", "input: missing property 'title'"}, nil},

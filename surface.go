@@ -178,6 +178,9 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 			s.warn(fmt.Sprintf("duplicate tool id %s: the later definition is ignored", id))
 			continue
 		}
+		if t.Execute == nil {
+			s.warn(fmt.Sprintf("tool %s has no Execute function: calls to it fail", id))
+		}
 		eff = append(eff, t)
 		s.byID[id] = t
 	}
@@ -199,7 +202,11 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		}
 		return s
 	}
-	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog { return catalog.Build(eff) })
+	s.cached = rt.catalogs.get(fingerprint(eff), func() *catalog.Catalog {
+		c := catalog.Build(eff)
+		c.EnableDense(rt.embedder, rt.log) // nil embedder: lexical search only
+		return c
+	})
 	s.active = true
 	cat := s.cached.cat
 	for _, w := range cat.Warnings() {
@@ -303,6 +310,9 @@ func fingerprint(tools []*api.Tool) string {
 			flags = flags[:1] + "r"
 		}
 		field(flags)
+		if si := t.Server; si != nil { // server search evidence (issue 23)
+			field(si.Name + "\x00" + si.Title + "\x00" + si.Description + "\x00" + si.Instructions)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -116,7 +116,7 @@ func TestDirectOnlyEntries(t *testing.T) { // issue 14: names and catalog ids; u
 }
 
 func TestDuplicateToolIDsWarn(t *testing.T) { // issue 13: duplicates are not dropped silently
-	tools := append(fixtureTools(), &api.Tool{Name: "echo", Description: "a second echo"})
+	tools := append(fixtureTools(), &api.Tool{Name: "echo", Owner: api.CoreOwner, Description: "a second echo"})
 	s := newRuntime(t, testConfig(t)).Activate(api.RunContext{}, tools)
 	if w := strings.Join(s.Warnings(), "\n"); !strings.Contains(w, "duplicate tool id native:core:echo") {
 		t.Fatalf("warnings: %q", w)

@@ -105,7 +105,7 @@ func TestProgressReachesTheCaller(t *testing.T) { // E1: a nested call's updates
 	mustComplete(t, *r.Exec)
 	mu.Lock()
 	defer mu.Unlock()
-	if strings.Join(got, "|") != "native:core:chatty: one|native:core:chatty: two" {
+	if strings.Join(got, "|") != "native:app:chatty: one|native:app:chatty: two" {
 		t.Fatalf("progress %q", got)
 	}
 }

@@ -38,6 +38,10 @@ const (
 	// CodeRunStore: the shared run store (runStore.redis) cannot be reached or refused a record
 	// (another key, a tampered record). The operator's to fix; a wait can be retried later.
 	CodeRunStore ErrorCode = "run_store_error"
+	// CodeBusy: another wait holds the run — a concurrent wait, or one on a gateway replica
+	// that stopped and whose hold has not run out yet. The run is fine: retry the same wait
+	// after RetryAfterMs (the result also carries the RunID).
+	CodeBusy ErrorCode = "busy"
 )
 
 // Waiting reasons.
@@ -70,6 +74,9 @@ type ExecResult struct {
 	// failed
 	Error string
 	Code  ErrorCode
+	// RetryAfterMs, on a failed result with Code "busy" (which also carries RunID), says how
+	// long to wait before retrying: until the hold of the other wait runs out.
+	RetryAfterMs int64
 
 	Output    []Output
 	Telemetry Telemetry
@@ -155,13 +162,20 @@ func (r ExecResult) MarshalJSON() ([]byte, error) {
 			Telemetry        Telemetry         `json:"telemetry"`
 		}{r.Status, r.RunID, r.Reason, r.PendingToolCalls, r.PendingApprovals, r.RestartSafe, r.Output, tel})
 	default:
+		var runID string
+		var retry int64
+		if r.Code == CodeBusy { // the run is alive: say which, and when to try again
+			runID, retry = r.RunID, max(r.RetryAfterMs, 1)
+		}
 		return json.Marshal(struct {
-			Status    string    `json:"status"`
-			Error     string    `json:"error"`
-			Code      ErrorCode `json:"code,omitempty"`
-			Output    []Output  `json:"output,omitempty"`
-			Telemetry Telemetry `json:"telemetry"`
-		}{StatusFailed, r.Error, r.Code, r.Output, tel})
+			Status       string    `json:"status"`
+			Error        string    `json:"error"`
+			Code         ErrorCode `json:"code,omitempty"`
+			RunID        string    `json:"runId,omitempty"`
+			RetryAfterMs int64     `json:"retryAfterMs,omitempty"`
+			Output       []Output  `json:"output,omitempty"`
+			Telemetry    Telemetry `json:"telemetry"`
+		}{StatusFailed, r.Error, r.Code, runID, retry, r.Output, tel})
 	}
 }
 
@@ -177,6 +191,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		RestartSafe      bool              `json:"restartSafe"`
 		Error            string            `json:"error"`
 		Code             ErrorCode         `json:"code"`
+		RetryAfterMs     int64             `json:"retryAfterMs"`
 		Output           []Output          `json:"output"`
 		Telemetry        Telemetry         `json:"telemetry"`
 	}
@@ -184,7 +199,7 @@ func (r *ExecResult) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*r = ExecResult{Status: w.Status, Value: w.Value, RunID: w.RunID, Reason: w.Reason,
-		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code,
+		PendingToolCalls: w.PendingToolCalls, PendingApprovals: w.PendingApprovals, RestartSafe: w.RestartSafe, Error: w.Error, Code: w.Code, RetryAfterMs: w.RetryAfterMs,
 		Output: w.Output, Telemetry: w.Telemetry}
 	return nil
 }

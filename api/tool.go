@@ -21,8 +21,17 @@ const (
 	SourceClient Source = "client"
 )
 
-// CoreOwner is the owner id of the runtime's own tools: their catalog ids are native:core:<name>.
-const CoreOwner = "core"
+// Owners of native tools that no plugin owns. A catalog id is <source>:<owner>:<name> (K2):
+//
+//   - native:core:<name> — the built-in tools the gateway ships (read, edit, web_fetch, …);
+//   - native:app:<name> — the embedding program's own tools (a native Tool with no Owner);
+//   - native:<plugin id>:<name> — a plugin's tools (Runtime.AddPlugin sets Owner);
+//   - mcp:<server>:<name> — an MCP server's tools;
+//   - client:<owner>:<name> — tools a run's client brings along.
+const (
+	CoreOwner = "core"
+	AppOwner  = "app"
+)
 
 // Tool is one tool, whatever its source. Native Go tools, plugin tools, MCP tools (registered by
 // the MCP layer) and per-run client tools all use this type.
@@ -39,10 +48,12 @@ type Tool struct {
 	// native tools' schemas become hints; an invalid schema makes the tool unusable (O4).
 	OutputSchema json.RawMessage
 
-	// Source and Owner make the catalog id <source>:<owner>:<name>. For native tools Owner is
-	// "core" or the plugin id; for MCP tools the server name; for client tools the client id.
+	// Source says where the tool comes from ("" means SourceNative).
 	Source Source
-	Owner  string
+	// Owner is the middle part of the catalog id <source>:<owner>:<name>: for native tools ""
+	// (the embedding program's own: AppOwner), CoreOwner for the built-in tools, or the plugin
+	// id; for MCP tools the server name; for client tools the client's id.
+	Owner string
 
 	// DirectOnly tools stay visible to the model in code mode because their results cannot
 	// cross a JSON bridge (images, screens). They are never catalogued.
@@ -59,8 +70,24 @@ type Tool struct {
 	// annotations, outputSchema, icons and _meta included.
 	Wire json.RawMessage
 
+	// Server is what the MCP server an MCP tool comes from said about itself when it connected
+	// (nil for other tools; one value shared by the server's tools). Tool search indexes it, so a
+	// query naming what a server is for finds its tools; it is untrusted and never reaches the
+	// model's prompt.
+	Server *ServerInfo
+
 	// Execute runs the tool. Input is the JSON input object.
 	Execute func(ctx context.Context, call *Call) (*Result, error)
+}
+
+// ServerInfo is an MCP server's self-description from its initialize result: serverInfo's name,
+// title and description, and the instructions it gives clients. Every field is the server's own
+// text, bounded in size by the MCP layer.
+type ServerInfo struct {
+	Name         string
+	Title        string
+	Description  string
+	Instructions string
 }
 
 // ID returns the catalog id <source>:<owner>:<name> (K2).
@@ -71,7 +98,7 @@ func (t *Tool) ID() string {
 	}
 	owner := t.Owner
 	if owner == "" {
-		owner = CoreOwner
+		owner = AppOwner
 	}
 	return string(src) + ":" + owner + ":" + t.Name
 }

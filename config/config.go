@@ -154,10 +154,11 @@ type MCPServer struct {
 	URL     string            // http or https
 	Headers map[string]string // sent with every HTTP request
 
-	// Enabled is true unless the file says false, so a server can be switched off without
-	// deleting its settings.
-	Enabled bool
-	// TimeoutMs bounds connecting and each request: 100–600000, default 60000.
+	// Disabled switches the server off without deleting its settings (`enabled: false` in the
+	// file; a server is on unless it says so).
+	Disabled bool
+	// TimeoutMs bounds connecting and each request: 100–600000, default 60000 (0 means the
+	// default).
 	TimeoutMs int
 }
 
@@ -174,7 +175,8 @@ type Runtime struct {
 	CompileCacheDir string // "" means a "codemode/wazero" directory in the user cache dir
 	// Admission bounds the execs and waits running at once (see Admission).
 	Admission Admission
-	// Suspended bounds the store of suspended runs per session and in bytes (see Suspended).
+	// Suspended bounds the store of suspended runs in all, per principal and per session, in
+	// runs and in bytes (see Suspended).
 	Suspended Suspended
 }
 
@@ -203,12 +205,18 @@ const (
 	LanguageTypeScript = "typescript"
 )
 
-// CodeMode is tools.codeMode (C1, C2). Only Enabled turns code mode on; every other field is a
-// limit, already validated against the ranges listed here and in docs/semantics.md.
+// CodeMode is tools.codeMode (C1, C2): the switch and the limits of code mode. In a file only
+// `enabled: true` turns it on (an absent or disabled section leaves it off); in Go, start from
+// DefaultCodeMode() (on, with the contract's limits) and change what you need. The limits are
+// validated against the ranges listed here and in docs/semantics.md.
 type CodeMode struct {
+	// Enabled turns code mode on: the model sees exec, wait and the direct-only tools, and every
+	// other tool is catalogued behind exec. Off, every tool is exposed directly.
 	Enabled bool
-	Runtime string // RuntimeQuickJSWASI
-	Mode    string // ModeOnly: expose exec, wait and direct-only tools, catalog the rest
+	// Runtime is the sandbox: RuntimeQuickJSWASI, the only one.
+	Runtime string
+	// Mode is ModeOnly, the only one: expose exec, wait and direct-only tools, catalog the rest.
+	Mode string
 	// Languages the model may write cells in: a non-empty subset of LanguageJavaScript and
 	// LanguageTypeScript, in the order written. TypeScript off means the compiler is never loaded.
 	Languages           []string
@@ -222,12 +230,16 @@ type CodeMode struct {
 	// accepted and then clamped to MaxSearchLimit, as the contract says "clamped", not "rejected" (K5).
 	SearchDefaultLimit int
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
+	// SearchEmbeddings turns on dense retrieval for tool search; nil (the default) keeps it lexical.
+	SearchEmbeddings *SearchEmbeddings
 }
 
-// DefaultCodeMode returns the contract's defaults (docs/semantics.md, C2), disabled.
+// DefaultCodeMode returns code mode enabled with the contract's default limits
+// (docs/semantics.md, C2): what a library user starts from. A configuration file that does not
+// enable code mode gets the same limits with Enabled false (C1).
 func DefaultCodeMode() CodeMode {
 	return CodeMode{
-		Enabled:             false,
+		Enabled:             true,
 		Runtime:             RuntimeQuickJSWASI,
 		Mode:                ModeOnly,
 		Languages:           []string{LanguageJavaScript, LanguageTypeScript},
@@ -270,22 +282,25 @@ const (
 )
 
 // defaults is what an empty object parses to.
+// fileCodeMode is tools.codeMode of a file that does not mention it: off (C1).
+func fileCodeMode() CodeMode {
+	c := DefaultCodeMode()
+	c.Enabled = false
+	return c
+}
+
 func defaults() *Config {
 	return &Config{
 		Tools: Tools{
-			CodeMode: DefaultCodeMode(),
+			CodeMode: fileCodeMode(),
 			WebFetch: WebFetch{
 				Enabled:   true,
 				TimeoutMs: defaultWebFetchTimeoutMs,
 				MaxBytes:  defaultWebFetchMaxBytes,
 			},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true, Suspended: Suspended{
-			MaxRunsPerSession:  defaultMaxRunsPerSession,
-			MaxBytes:           defaultSuspendedMaxBytes,
-			MaxBytesPerSession: defaultSuspendedMaxBytesSession,
-		}},
+		MCP:     MCP{Servers: map[string]MCPServer{}},
+		Runtime: Runtime{CompileCache: true},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,

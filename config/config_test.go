@@ -46,9 +46,9 @@ func codeModeSrc(field, value string) string {
 		",\n    },\n  },\n}\n"
 }
 
-func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults
+func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults, enabled (issue 24: a library default that does what its name says)
 	want := CodeMode{
-		Enabled: false, Runtime: "quickjs-wasi", Mode: "only",
+		Enabled: true, Runtime: "quickjs-wasi", Mode: "only",
 		Languages: []string{"javascript", "typescript"}, TimeoutMs: 10000,
 		MemoryLimitBytes: 67108864, MaxOutputBytes: 65536, MaxSnapshotBytes: 10485760,
 		MaxPendingToolCalls: 16, SnapshotTTLSeconds: 900, SearchDefaultLimit: 8, MaxSearchLimit: 50,
@@ -66,7 +66,6 @@ func TestDefaultCodeMode(t *testing.T) { // C2: the seed's defaults
 func TestDefault(t *testing.T) {
 	cfg := Default() // panics if the embedded file is invalid
 	wantCM := DefaultCodeMode()
-	wantCM.Enabled = true
 	if !reflect.DeepEqual(cfg.Tools.CodeMode, wantCM) {
 		t.Errorf("default codeMode = %+v, want the defaults, enabled: %+v", cfg.Tools.CodeMode, wantCM)
 	}
@@ -383,7 +382,7 @@ func TestToolsPolicy(t *testing.T) { // A3, A7: absent allow differs from an emp
 		},
 	}`)
 	want := Tools{
-		CodeMode:   DefaultCodeMode(),
+		CodeMode:   fileCodeMode(),
 		Allow:      []string{"read", "native:core:*", "mcp:github:*"},
 		Deny:       []string{"write", "mcp:*:delete_?"},
 		DirectOnly: []string{"image"},
@@ -459,11 +458,11 @@ func TestMCPServers(t *testing.T) { // M1: stdio and streamable HTTP servers
 	}`)
 	want := map[string]MCPServer{
 		"github": {Command: "node", Args: []string{"server.js"}, Env: map[string]string{"TOKEN": "x"},
-			Cwd: "/tmp", Enabled: true, TimeoutMs: 60000},
+			Cwd: "/tmp", TimeoutMs: 60000},
 		"remote": {URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer x"},
-			Enabled: true, TimeoutMs: 60000},
-		"chrome-devtools": {Command: "npx", Enabled: false, TimeoutMs: 100},
-		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", Enabled: true, TimeoutMs: 600000},
+			TimeoutMs: 60000},
+		"chrome-devtools": {Command: "npx", Disabled: true, TimeoutMs: 100},
+		"Plain_1":         {URL: "http://127.0.0.1:8080/mcp", TimeoutMs: 600000},
 	}
 	if !reflect.DeepEqual(cfg.MCP.Servers, want) {
 		t.Errorf("servers = %+v\nwant %+v", cfg.MCP.Servers, want)
@@ -546,7 +545,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {codeMode: {maxPendingToolCall: 5}}}`, `test.json5:1:21: tools.codeMode.maxPendingToolCall: unknown key (did you mean "maxPendingToolCalls"?)`},
 		{`{tools: {codeMode: {enabeld: true}}}`, `test.json5:1:21: tools.codeMode.enabeld: unknown key (did you mean "enabled"?)`},
 		{`{tools: {codeMode: {language: []}}}`, `test.json5:1:21: tools.codeMode.language: unknown key (did you mean "languages"?)`},
-		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit)`},
+		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
 		{`{tools: {codemode: true}}`, `test.json5:1:10: tools.codemode: unknown key (did you mean "codeMode"?)`},
 		{`{tools: {code_mode: true}}`, `test.json5:1:10: tools.code_mode: unknown key (did you mean "codeMode"?)`},
 		{`{tool: {}}`, `test.json5:1:2: tool: unknown key (did you mean "tools"?)`},
@@ -556,7 +555,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {webFetch: {allowPrivateNetwork: true}}}`, `test.json5:1:21: tools.webFetch.allowPrivateNetwork: unknown key (did you mean "allowPrivateNetworks"?)`},
 		{`{runtime: {compileCacheDirectory: ""}}`, `test.json5:1:12: runtime.compileCacheDirectory: unknown key (did you mean "compileCacheDir"?)`},
 		// A known key inside an unknown one is not looked at.
-		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit)`},
+		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
 	}
 	for _, tt := range tests {
 		if got := parseErr(t, tt.src); got != tt.want {

@@ -447,7 +447,7 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 // codeModeKeys is in the contract's table order (docs/semantics.md, C2), which is also the order "expected one of" lists.
 var codeModeKeys = []string{"enabled", "runtime", "mode", "languages", "timeoutMs",
 	"memoryLimitBytes", "maxOutputBytes", "maxSnapshotBytes", "maxPendingToolCalls",
-	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit"}
+	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings"}
 
 func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 	if b, ok := v.(bool); ok {
@@ -489,6 +489,9 @@ func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 		}
 	}
 	c.SearchDefaultLimit = min(c.SearchDefaultLimit, c.MaxSearchLimit)
+	if v, ok := m["searchEmbeddings"]; ok && v != nil {
+		c.SearchEmbeddings = d.searchEmbeddings(p.key("searchEmbeddings"), v) // issue 23
+	}
 }
 
 // enum checks a string setting that has exactly one allowed value.
@@ -567,7 +570,7 @@ func (d *decoder) mcp(p path, v any, mc *MCP) {
 }
 
 func (d *decoder) server(p path, v any) MCPServer {
-	s := MCPServer{Enabled: true, TimeoutMs: defaultMCPServerTimeoutMs}
+	s := MCPServer{TimeoutMs: defaultMCPServerTimeoutMs}
 	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs")
 	if !ok {
 		return s
@@ -582,7 +585,9 @@ func (d *decoder) server(p path, v any) MCPServer {
 	}
 	d.setString(p, m, "cwd", &s.Cwd)
 	d.setString(p, m, "url", &s.URL)
-	d.setBool(p, m, "enabled", &s.Enabled)
+	enabled := true
+	d.setBool(p, m, "enabled", &enabled)
+	s.Disabled = !enabled
 	setInt(d, p, m, "timeoutMs", 100, 600000, &s.TimeoutMs)
 	if v, ok := m["env"]; ok {
 		if env, ok := d.stringMap(p.key("env"), v); ok {

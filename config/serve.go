@@ -56,15 +56,60 @@ type Admission struct {
 	MemoryBudgetBytes int64
 }
 
-// Suspended bounds the store of suspended runs (runtime.suspended) beside the per-process cap
-// of 64 runs (W5), so that no one session can use up the store for the others.
+// Suspended bounds the store of suspended runs (runtime.suspended): in the process, or fleet-wide
+// in a shared run store (runStore.redis), where every replica must be given the same figures.
+// A run counts against its session and its principal (the token's identity; the session key
+// when there is none), so no client and no tenant can use up the store for the others. A
+// suspension past a bound fails with invalid_input and a message that names the bound; the
+// client finishes or drops runs (wait, session end) and tries again.
+//
+// Zero fields are derived from the memory budget (runtime.admission.memoryBudgetBytes, by
+// default half the physical memory) when the runtime starts: see Resolve.
 type Suspended struct {
-	// MaxRunsPerSession: 1–64, default 16.
+	// MaxRuns bounds suspended runs in all: 1–1000000, default MaxBytes / 256 KiB (at least
+	// 1024).
+	MaxRuns int
+	// MaxRunsPerPrincipal bounds one principal's runs: 1–MaxRuns, default a quarter of MaxRuns
+	// (at least 256, at most MaxRuns).
+	MaxRunsPerPrincipal int
+	// MaxRunsPerSession: 1–MaxRunsPerPrincipal, default 16.
 	MaxRunsPerSession int
-	// MaxBytes bounds the stored snapshots of all runs: 1 MiB–64 GiB, default 1 GiB.
+	// MaxBytes bounds the stored snapshots of all runs: 1 MiB–64 GiB, default a quarter of the
+	// memory budget (at least 64 MiB, at most 64 GiB).
 	MaxBytes int64
-	// MaxBytesPerSession bounds one session's stored snapshots: 1 MiB–MaxBytes, default 256 MiB.
+	// MaxBytesPerPrincipal bounds one principal's: 1 MiB–MaxBytes, default half of MaxBytes.
+	MaxBytesPerPrincipal int64
+	// MaxBytesPerSession bounds one session's stored snapshots: 1 MiB–MaxBytesPerPrincipal,
+	// default 256 MiB (at most MaxBytesPerPrincipal).
 	MaxBytesPerSession int64
+}
+
+// Resolve fills the zero fields of s from the memory budget (bytes available to VMs; see
+// runtime.admission.memoryBudgetBytes) as documented on Suspended. With the defaults on a
+// machine with 2 GiB of memory: 256 MiB and 1024 runs in all, 256 per principal, 16 per
+// session.
+func (s Suspended) Resolve(memoryBudget int64) Suspended {
+	if s.MaxBytes == 0 {
+		s.MaxBytes = min(max(memoryBudget/4, 64<<20), 64<<30)
+	}
+	if s.MaxRuns == 0 {
+		s.MaxRuns = int(min(max(s.MaxBytes/(256<<10), 1024), 1000000))
+	}
+	if s.MaxRunsPerPrincipal == 0 {
+		s.MaxRunsPerPrincipal = min(max(s.MaxRuns/4, 256), s.MaxRuns)
+	}
+	if s.MaxRunsPerSession == 0 {
+		s.MaxRunsPerSession = defaultMaxRunsPerSession
+	}
+	s.MaxRunsPerSession = min(s.MaxRunsPerSession, s.MaxRunsPerPrincipal)
+	if s.MaxBytesPerPrincipal == 0 {
+		s.MaxBytesPerPrincipal = s.MaxBytes / 2
+	}
+	if s.MaxBytesPerSession == 0 {
+		s.MaxBytesPerSession = defaultSuspendedMaxBytesSession
+	}
+	s.MaxBytesPerSession = min(s.MaxBytesPerSession, s.MaxBytesPerPrincipal)
+	return s
 }
 
 // Defaults of the serve and runtime limits.
@@ -72,7 +117,6 @@ const (
 	defaultSessionIdleTimeoutSeconds = 1800
 	defaultMaxSessions               = 1024
 	defaultMaxRunsPerSession         = 16
-	defaultSuspendedMaxBytes         = 1 << 30
 	defaultSuspendedMaxBytesSession  = 256 << 20
 )
 
@@ -175,15 +219,38 @@ func (d *decoder) runtime(p path, v any, r *Runtime) {
 		}
 	}
 	if v, ok := m["suspended"]; ok {
-		sp := p.key("suspended")
-		if m, ok := d.object(sp, v, "maxRunsPerSession", "maxBytes", "maxBytesPerSession"); ok {
-			setInt(d, sp, m, "maxRunsPerSession", 1, 64, &r.Suspended.MaxRunsPerSession)
-			setInt(d, sp, m, "maxBytes", 1<<20, 64<<30, &r.Suspended.MaxBytes)
-			setInt(d, sp, m, "maxBytesPerSession", 1<<20, 64<<30, &r.Suspended.MaxBytesPerSession)
-			if r.Suspended.MaxBytesPerSession > r.Suspended.MaxBytes {
-				d.errorf(sp.key("maxBytesPerSession"), "%d is larger than maxBytes (%d)",
-					r.Suspended.MaxBytesPerSession, r.Suspended.MaxBytes)
-			}
+		d.suspended(p.key("suspended"), v, &r.Suspended)
+	}
+}
+
+func (d *decoder) suspended(sp path, v any, out *Suspended) {
+	m, ok := d.object(sp, v, "maxRuns", "maxRunsPerPrincipal", "maxRunsPerSession", "maxBytes", "maxBytesPerPrincipal", "maxBytesPerSession")
+	if !ok {
+		return
+	}
+	setInt(d, sp, m, "maxRuns", 1, 1000000, &out.MaxRuns)
+	setInt(d, sp, m, "maxRunsPerPrincipal", 1, 1000000, &out.MaxRunsPerPrincipal)
+	setInt(d, sp, m, "maxRunsPerSession", 1, 1000000, &out.MaxRunsPerSession)
+	setInt(d, sp, m, "maxBytes", 1<<20, 64<<30, &out.MaxBytes)
+	setInt(d, sp, m, "maxBytesPerPrincipal", 1<<20, 64<<30, &out.MaxBytesPerPrincipal)
+	setInt(d, sp, m, "maxBytesPerSession", 1<<20, 64<<30, &out.MaxBytesPerSession)
+	// A share larger than what contains it is a mistake (it could never be reached).
+	type pair struct {
+		key, outer string
+		v, o       int64
+	}
+	for _, c := range []pair{
+		{"maxRunsPerPrincipal", "maxRuns", int64(out.MaxRunsPerPrincipal), int64(out.MaxRuns)},
+		{"maxRunsPerSession", "maxRunsPerPrincipal", int64(out.MaxRunsPerSession), int64(out.MaxRunsPerPrincipal)},
+		{"maxRunsPerSession", "maxRuns", int64(out.MaxRunsPerSession), int64(out.MaxRuns)},
+		{"maxBytesPerPrincipal", "maxBytes", out.MaxBytesPerPrincipal, out.MaxBytes},
+		{"maxBytesPerSession", "maxBytesPerPrincipal", out.MaxBytesPerSession, out.MaxBytesPerPrincipal},
+		{"maxBytesPerSession", "maxBytes", out.MaxBytesPerSession, out.MaxBytes},
+	} {
+		_, setV := m[c.key]
+		_, setO := m[c.outer]
+		if setV && setO && c.v > c.o {
+			d.errorf(sp.key(c.key), "%d is larger than %s (%d)", c.v, c.outer, c.o)
 		}
 	}
 }

@@ -38,10 +38,10 @@ func TestRuntimeLimits(t *testing.T) {
 		adm  Admission
 		susp Suspended
 	}{
-		{"defaults", `{}`, Admission{}, Suspended{MaxRunsPerSession: 16, MaxBytes: 1 << 30, MaxBytesPerSession: 256 << 20}},
-		{"set", `{runtime: {admission: {maxRunning: 3, maxQueued: 7, memoryBudgetBytes: 1e9}, suspended: {maxRunsPerSession: 2, maxBytes: 1048576, maxBytesPerSession: 1048576}}}`,
-			Admission{MaxRunning: 3, MaxQueued: 7, MemoryBudgetBytes: 1e9}, Suspended{MaxRunsPerSession: 2, MaxBytes: 1 << 20, MaxBytesPerSession: 1 << 20}},
-		{"no queue", `{runtime: {admission: {maxQueued: 0}}}`, Admission{MaxQueued: -1}, Suspended{MaxRunsPerSession: 16, MaxBytes: 1 << 30, MaxBytesPerSession: 256 << 20}},
+		{"defaults", `{}`, Admission{}, Suspended{}},
+		{"set", `{runtime: {admission: {maxRunning: 3, maxQueued: 7, memoryBudgetBytes: 1e9}, suspended: {maxRuns: 9, maxRunsPerPrincipal: 5, maxRunsPerSession: 2, maxBytes: 4194304, maxBytesPerPrincipal: 2097152, maxBytesPerSession: 1048576}}}`,
+			Admission{MaxRunning: 3, MaxQueued: 7, MemoryBudgetBytes: 1e9}, Suspended{MaxRuns: 9, MaxRunsPerPrincipal: 5, MaxRunsPerSession: 2, MaxBytes: 4 << 20, MaxBytesPerPrincipal: 2 << 20, MaxBytesPerSession: 1 << 20}},
+		{"no queue", `{runtime: {admission: {maxQueued: 0}}}`, Admission{MaxQueued: -1}, Suspended{}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -51,8 +51,39 @@ func TestRuntimeLimits(t *testing.T) {
 			}
 		})
 	}
-	if d := Default().Runtime; d.Suspended.MaxRunsPerSession != 16 || d.Admission != (Admission{}) {
+	if d := Default().Runtime; d.Suspended != (Suspended{MaxRunsPerSession: 16, MaxBytesPerSession: 256 << 20}) || d.Admission != (Admission{}) {
 		t.Fatalf("default.json5 runtime %+v", d)
+	}
+}
+
+// issue 18 item 5, issue 20 item 2: the derived defaults, from the memory budget.
+func TestSuspendedResolve(t *testing.T) {
+	cases := []struct {
+		name   string
+		in     Suspended
+		budget int64
+		want   Suspended
+	}{
+		{"2 GiB machine (1 GiB budget)", Suspended{MaxRunsPerSession: 16, MaxBytesPerSession: 256 << 20}, 1 << 30,
+			Suspended{MaxRuns: 1024, MaxRunsPerPrincipal: 256, MaxRunsPerSession: 16, MaxBytes: 256 << 20, MaxBytesPerPrincipal: 128 << 20, MaxBytesPerSession: 128 << 20}},
+		{"24 GiB machine (12 GiB budget)", Suspended{}, 12 << 30,
+			Suspended{MaxRuns: 12288, MaxRunsPerPrincipal: 3072, MaxRunsPerSession: 16, MaxBytes: 3 << 30, MaxBytesPerPrincipal: 1536 << 20, MaxBytesPerSession: 256 << 20}},
+		{"tiny budget", Suspended{}, 16 << 20,
+			Suspended{MaxRuns: 1024, MaxRunsPerPrincipal: 256, MaxRunsPerSession: 16, MaxBytes: 64 << 20, MaxBytesPerPrincipal: 32 << 20, MaxBytesPerSession: 32 << 20}},
+		{"explicit figures stay", Suspended{MaxRuns: 10, MaxRunsPerPrincipal: 4, MaxRunsPerSession: 2, MaxBytes: 8 << 20, MaxBytesPerPrincipal: 4 << 20, MaxBytesPerSession: 2 << 20}, 1 << 40,
+			Suspended{MaxRuns: 10, MaxRunsPerPrincipal: 4, MaxRunsPerSession: 2, MaxBytes: 8 << 20, MaxBytesPerPrincipal: 4 << 20, MaxBytesPerSession: 2 << 20}},
+		{"a small maxRuns caps the principal's share", Suspended{MaxRuns: 100}, 1 << 30,
+			Suspended{MaxRuns: 100, MaxRunsPerPrincipal: 100, MaxRunsPerSession: 16, MaxBytes: 256 << 20, MaxBytesPerPrincipal: 128 << 20, MaxBytesPerSession: 128 << 20}},
+	}
+	for _, c := range cases {
+		if got := c.in.Resolve(c.budget); got != c.want {
+			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
+		}
+	}
+	// With the defaults, 5 sessions × 16 suspended runs fit (one principal, a 1 GiB budget).
+	d := Default().Runtime.Suspended.Resolve(1 << 30)
+	if 5*d.MaxRunsPerSession > d.MaxRunsPerPrincipal || 5*16 > d.MaxRuns {
+		t.Fatalf("defaults %+v do not fit 5 × 16 runs", d)
 	}
 }
 

@@ -45,6 +45,10 @@ type Options struct {
 	// only continues the run until the person answered. With neither, a pending call waits
 	// until its approval rule's timeout rejects it.
 	Approver api.Approver
+	// Trajectory receives a record of each call the loop refuses itself — arguments that are
+	// not a JSON object never reach the surface — so the transcript has every call the model
+	// made (the surface records the rest through the runtime's trajectory).
+	Trajectory api.Trajectory
 }
 
 // Progress is told about model turns and control calls. The nested calls of a cell reach it
@@ -118,14 +122,19 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 	return res, fmt.Errorf("%w (%d)", ErrMaxTurns, maxTurns)
 }
 
+// maxBusyRetries bounds the retries of a busy wait (each at most 5 s apart).
+const maxBusyRetries = 24
+
 // handle executes one tool call and turns the outcome into the tool result the model reads.
 func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, opts *Options) provider.ToolResult {
 	p := opts.Progress
 	out := provider.ToolResult{CallID: call.ID, Name: call.Name}
 	if call.Malformed != "" {
-		// Never run a call with arguments we had to guess: tell the model what was wrong.
+		// Never run a call with arguments we had to guess: tell the model what was wrong, and
+		// show and record the refusal like any other call.
 		out.Content = fmt.Sprintf("The arguments of this %s call are not a JSON object (%s); nothing ran. Call it again with valid JSON arguments.", call.Name, call.Malformed)
 		out.IsError = true
+		refused(s, call, opts)
 		return out
 	}
 	if p != nil {
@@ -133,6 +142,16 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, op
 	}
 	start := time.Now()
 	r := s.Handle(ctx, call.ID, call.Name, call.Arguments)
+	// A busy run (another wait holds it, or a stopped replica's hold has not run out yet) is not
+	// the model's to handle: wait the retryAfterMs it names and call again (docs/semantics.md §4).
+	for i := 1; r.Exec != nil && r.Exec.Code == api.CodeBusy && i <= maxBusyRetries && ctx.Err() == nil; i++ {
+		d := min(max(time.Duration(r.Exec.RetryAfterMs)*time.Millisecond, 10*time.Millisecond), 5*time.Second)
+		select {
+		case <-ctx.Done():
+		case <-time.After(d):
+			r = s.Handle(ctx, fmt.Sprintf("%s#busy-%d", call.ID, i), call.Name, call.Arguments)
+		}
+	}
 	// A run waiting for a person's decision is continued by the runtime, not the model: the
 	// person is being asked (the Approver), and the model has nothing to add meanwhile. Each
 	// continuation is a wait of its own in the trajectory.
@@ -148,6 +167,27 @@ func handle(ctx context.Context, s *codemode.Surface, call provider.ToolCall, op
 	}
 	out.Content, out.IsError = ResultText(r), r.IsError()
 	return out
+}
+
+// refused reports a call the loop did not run: a line on the progress stream and a failed event
+// in the trajectory, with the arguments as the model sent them (as a JSON string: they are not
+// valid JSON).
+func refused(s *codemode.Surface, call provider.ToolCall, opts *Options) {
+	reason := "refused: " + call.Malformed
+	if p := opts.Progress; p != nil {
+		p.CallStart(call)
+		p.CallEnd(call, codemode.CallResult{Err: errors.New(reason)}, 0)
+	}
+	if opts.Trajectory == nil {
+		return
+	}
+	kind, status := api.EventDirect, "error"
+	if s.Active() && (call.Name == "exec" || call.Name == "wait") {
+		kind, status = api.EventControl, api.StatusFailed
+	}
+	raw, _ := json.Marshal(call.RawArguments)
+	opts.Trajectory.Record(api.TrajectoryEvent{Kind: kind, Time: time.Now(), Run: s.RunContext(), CallID: call.ID,
+		Tool: call.Name, Input: raw, Status: status, Error: reason})
 }
 
 // decide asks a about each call the waiting run res lists and settles it. A failing approver

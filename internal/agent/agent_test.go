@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,9 +66,11 @@ func TestRun(t *testing.T) {
 }
 
 // TestRunMalformedCall: a call whose arguments are not JSON never runs; the model is told and
-// recovers.
+// recovers. The refusal is shown and recorded like any call (issue 24: the transcript holds every
+// call the model made), and an exec whose JSON does not decode as exec input is recorded by the
+// surface itself.
 func TestRunMalformedCall(t *testing.T) {
-	var rec recorder
+	var rec, loop recorder
 	rt := newRuntime(t, func(o *codemode.Options) { o.Trajectory = &rec })
 	s := rt.Activate(api.RunContext{SessionKey: "s"}, nil)
 	srv := scripted.New(t, scripted.Call("exec", `{"code": "return 1`),
@@ -76,14 +79,32 @@ func TestRunMalformedCall(t *testing.T) {
 			if len(res) != 1 || !res[0].IsError || !contains(res[0].Content, "not a JSON object", "nothing ran", "valid JSON") {
 				t.Errorf("%+v", res)
 			}
+			return scripted.Reply{ToolCalls: []scripted.ToolCall{{Name: "exec", Arguments: `{"cod": "return 1"}`}}}
+		},
+		func(r *scripted.Request) scripted.Reply {
+			if res := r.LastResults(); len(res) != 1 || !res[0].IsError || !contains(res[0].Content, "cod") {
+				t.Errorf("%+v", res)
+			}
 			return scripted.Reply{Text: "sorry"}
 		})
-	res, err := Run(context.Background(), s, Options{Client: client(t, srv, scripted.Anthropic, false, s), Model: "m"}, "go")
+	var out bytes.Buffer
+	res, err := Run(context.Background(), s, Options{Client: client(t, srv, scripted.Anthropic, false, s), Model: "m",
+		Trajectory: &loop, Progress: NewPrinter(&out)}, "go")
 	if err != nil || res.Answer != "sorry" {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if n := len(rec.events("")); n != 0 {
-		t.Fatalf("a malformed call reached the runtime: %d events", n)
+	refused := loop.events("")
+	if len(refused) != 1 || refused[0].Kind != api.EventControl || refused[0].Status != api.StatusFailed ||
+		!strings.Contains(refused[0].Error, "refused") || !strings.Contains(string(refused[0].Input), `return 1`) || !json.Valid(refused[0].Input) {
+		t.Fatalf("the loop recorded %+v", refused)
+	}
+	byRuntime := rec.events("")
+	if len(byRuntime) != 1 || byRuntime[0].Kind != api.EventControl || byRuntime[0].Status != api.StatusFailed ||
+		!strings.Contains(byRuntime[0].Error, "cod") {
+		t.Fatalf("the surface recorded %+v", byRuntime)
+	}
+	if !strings.Contains(out.String(), "exec toolu_1_0 → error: refused: the arguments are not") {
+		t.Errorf("progress does not show the refusal:\n%s", out.String())
 	}
 }
 
@@ -154,7 +175,7 @@ func TestRunApprovalContinued(t *testing.T) {
 	var asked atomic.Int32
 	rt := newRuntime(t, func(o *codemode.Options) {
 		o.Trajectory = &rec
-		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:write"}}}
+		o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:write"}}}
 		o.Approver = api.ApproverFunc(func(ctx context.Context, req api.ApprovalRequest) (api.Decision, error) {
 			asked.Add(1)
 			time.Sleep(50 * time.Millisecond) // a person thinking
@@ -237,7 +258,7 @@ func TestRunApprovalByAgent(t *testing.T) {
 			var writes atomic.Int32
 			rt := newRuntime(t, func(o *codemode.Options) {
 				o.CodeMode.TimeoutMs = 500
-				o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:core:write", Prompt: "Write?"}}}
+				o.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:write", Prompt: "Write?"}}}
 			})
 			s := rt.Activate(api.RunContext{SessionKey: "s"}, []*api.Tool{tool("write", false, func(json.RawMessage) (any, error) {
 				writes.Add(1)

@@ -37,7 +37,7 @@ func TestPolicyApprover(t *testing.T) { // issue 11: --approve none|all|readonly
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := req("native:core:write", `{}`)
+			r := req("native:app:write", `{}`)
 			r.ReadOnly = c.readOnly
 			d, err := a.Ask(context.Background(), r)
 			if err != nil || d.Approve != c.approve || d.By != "--approve "+c.mode || !strings.Contains(d.Reason, c.reason) {

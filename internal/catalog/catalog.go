@@ -107,6 +107,7 @@ type Catalog struct {
 	quickIndex string
 	warnings   []string
 	files      apiFiles
+	dense      *dense // optional dense retrieval (EnableDense)
 }
 
 // MCPServer groups the MCP entries of one server.
@@ -127,8 +128,8 @@ func Build(tools []*api.Tool) *Catalog {
 			return 2
 		case t.Source == api.SourceClient:
 			return 3
-		case t.Owner == "" || t.Owner == api.CoreOwner:
-			return 0
+		case t.Owner == "" || t.Owner == api.CoreOwner || t.Owner == api.AppOwner:
+			return 0 // the runtime's and the embedding program's own tools
 		default:
 			return 1
 		}
@@ -160,6 +161,11 @@ func Build(tools []*api.Tool) *Catalog {
 		} else {
 			e.Input = inputHint(t.InputSchema)
 			e.Output, e.contract, e.contractErr = outputContract(id, t.OutputSchema)
+			if e.contractErr != nil {
+				// O4: the tool cannot run; say so when the tool set is activated, not at its
+				// first call.
+				c.warnings = append(c.warnings, fmt.Sprintf("tool %s cannot be called until its outputSchema is fixed: %v", id, e.contractErr))
+			}
 		}
 		c.Entries = append(c.Entries, e)
 		c.byID[id] = e
@@ -172,7 +178,7 @@ func Build(tools []*api.Tool) *Catalog {
 	c.assignSafeNames()
 	c.assignMCPNames()
 	c.guestIndex = search.NewIndex(docs(c.guest))
-	c.mcpIndex = search.NewIndex(docs(c.mcp))
+	c.mcpIndex = search.NewIndexWith(docs(c.mcp), search.Options{Servers: servers(c.mcp)})
 	c.quickIndex = renderQuickIndex(c)
 	return c
 }
@@ -186,6 +192,21 @@ func docs(entries []*Entry) []search.Doc {
 			ID: e.ID, Name: e.Tool.Name, Title: e.Tool.Label, Description: e.Tool.Description,
 			Params: paramNames(e.Tool.InputSchema), Group: e.Tool.Owner,
 		}
+	}
+	return out
+}
+
+// servers collects the MCP servers' self-descriptions (issue 23: server-level search evidence).
+func servers(entries []*Entry) []search.Server {
+	var out []search.Server
+	seen := map[string]bool{}
+	for _, e := range entries {
+		si := e.Tool.Server
+		if si == nil || seen[e.Tool.Owner] {
+			continue
+		}
+		seen[e.Tool.Owner] = true
+		out = append(out, search.Server{Group: e.Tool.Owner, Name: si.Name, Title: si.Title, Description: si.Description, Instructions: si.Instructions})
 	}
 	return out
 }
@@ -322,6 +343,65 @@ func (c *Catalog) Search(query string, limit int) []*Entry {
 		out[i] = c.guest[h.Doc]
 	}
 	return out
+}
+
+// Hit is one search result with its explanation (issue 23 item 5).
+type Hit struct {
+	Entry *Entry
+	// Why says in a few words why it ranked: the query words it matched (word≈term when through
+	// a synonym) and whether its server matched the query.
+	Why string
+}
+
+// SearchHits is Search with explanations, optionally restricted to one owner (the plugin or
+// server id: "core", "git", an MCP server's name).
+func (c *Catalog) SearchHits(query string, limit int, server string) []Hit {
+	var keep func(int) bool
+	if server != "" {
+		keep = func(i int) bool {
+			o := c.guest[i].Tool.Owner
+			if o == "" {
+				o = api.CoreOwner
+			}
+			return o == server
+		}
+	}
+	return c.searchHits(query, limit, c.guestIndex, c.guest, keep, false)
+}
+
+func (c *Catalog) searchHits(query string, limit int, ix *search.Index, entries []*Entry, keep func(int) bool, mcp bool) []Hit {
+	if c.dense == nil {
+		return hitsOf(ix.SearchFilter(query, limit, keep), entries)
+	}
+	vecs := &c.dense.guest
+	if mcp {
+		vecs = &c.dense.mcp
+	}
+	return c.fuse(query, limit, ix.SearchFilter(query, max(limit, fusionDepth), keep), entries, vecs, keep)
+}
+
+// SearchMCPHits is SearchMCP with explanations.
+func (c *Catalog) SearchMCPHits(query string, limit int, server string) []Hit {
+	return c.searchHits(query, limit, c.mcpIndex, c.mcp, c.mcpKeep(server), true)
+}
+
+func hitsOf(hits []search.Hit, entries []*Entry) []Hit {
+	out := make([]Hit, len(hits))
+	for i, h := range hits {
+		e := entries[h.Doc]
+		out[i] = Hit{Entry: e, Why: h.Why(e.Tool.Owner)}
+	}
+	return out
+}
+
+func (c *Catalog) mcpKeep(server string) func(int) bool {
+	if server == "" {
+		return nil
+	}
+	return func(i int) bool {
+		e := c.mcp[i]
+		return e.Tool.Owner == server || e.JSServer == server
+	}
 }
 
 // SearchMCP ranks MCP entries, optionally of one server (by server name or JS name).

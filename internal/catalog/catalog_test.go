@@ -62,7 +62,7 @@ func TestMCPNamesCollisionFree(t *testing.T) { // M4: deterministic, collision-f
 }
 
 func TestPolicy(t *testing.T) { // A3, A7
-	read := &api.Tool{Name: "read"}
+	read := &api.Tool{Name: "read", Owner: api.CoreOwner}
 	gh := &api.Tool{Name: "create_issue", Source: api.SourceMCP, Owner: "github"}
 	cases := []struct {
 		p    Policy
@@ -92,10 +92,10 @@ func TestBuildOrderAndOmissions(t *testing.T) { // K1, K3
 		{Name: "c1", Source: api.SourceClient, Owner: "app"},
 		{Name: "m1", Source: api.SourceMCP, Owner: "srv"},
 		{Name: "p1", Owner: "plugin"},
-		{Name: "core1"},
+		{Name: "core1", Owner: api.CoreOwner},
 		{Name: "wait"}, {Name: "tool_search"}, {Name: "tool_call"},
 		{Name: "img", DirectOnly: true},
-		{Name: "core1"}, // duplicate id: ignored with a warning
+		{Name: "core1", Owner: api.CoreOwner}, // duplicate id: ignored with a warning
 	}
 	c := Build(tools)
 	var ids []string

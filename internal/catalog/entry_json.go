@@ -21,7 +21,7 @@ func (e *Entry) JSON() map[string]any {
 	if e.Tool.Label != "" {
 		m["label"] = clip(e.Tool.Label, 120)
 	}
-	if e.Tool.Owner != "" && e.Tool.Owner != api.CoreOwner {
+	if e.Tool.Owner != "" && e.Tool.Owner != api.CoreOwner && e.Tool.Owner != api.AppOwner {
 		m["sourceName"] = e.Tool.Owner
 	}
 	if e.Output != "" {

@@ -16,6 +16,9 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
 func suggestCatalog() *Catalog {
 	native := func(name, owner, desc string) *api.Tool {
+		if owner == "" {
+			owner = api.CoreOwner // the gateway's built-in tools
+		}
 		return &api.Tool{Name: name, Owner: owner, Description: desc}
 	}
 	mcp := func(server, name, desc string) *api.Tool {
@@ -162,7 +165,7 @@ func TestUnknownNamesBounded(t *testing.T) {
 func TestInputSchemaHammer(t *testing.T) {
 	c := Build([]*api.Tool{{Name: "t", InputSchema: []byte(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`)},
 		{Name: "bad", Source: api.SourceMCP, Owner: "s", InputSchema: []byte(`{"type":42}`)}})
-	e, bad := c.Lookup("native:core:t"), c.Lookup("mcp:s:bad")
+	e, bad := c.Lookup("native:app:t"), c.Lookup("mcp:s:bad")
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for i := range 64 {

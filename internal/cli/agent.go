@@ -13,72 +13,65 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/agent"
-	"github.com/codemode-go/codemode/internal/gateway"
 	"github.com/codemode-go/codemode/internal/provider"
 	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
-const agentUsage = `usage: codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic]
+const agentSynopsis = `[--config FILE] --base-url URL --model NAME [--provider openai|anthropic]
                       [--api-key-env VAR] [--transcript FILE] [--max-turns N] [--client-tools FILE]
                       [--system TEXT] [--stream] [--approve ask|none|all|readonly] [--timeout D]
-                      [--max-retries N] [--quiet] PROMPT
+                      [--max-retries N] [--quiet] PROMPT`
 
-Runs an agent loop: the model gets exec, wait and the direct-only tools; every other tool of the
-configuration (built-in, plugins, MCP servers, client tools) is behind exec. The final answer goes
-to stdout, progress to stderr.`
+const agentAbout = `
+Runs an agent loop against a model: the model gets exec, wait and the direct-only tools; every
+other tool of the configuration (built-in, plugins, MCP servers, client tools) is behind exec.
+The final answer goes to stdout, each turn, exec, wait and nested call to stderr. Exit status:
+0 answered, 1 failed, 2 usage or configuration error, 130 interrupted.`
 
 // exit status of an agent run interrupted by Ctrl-C (the shell's 128 + SIGINT).
 const exitInterrupted = 130
 
 // runAgent implements `codemode agent`.
 func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("agent", stderr)
-	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
-	baseURL := fs.String("base-url", "", "the provider's API base URL (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, OpenAI)")
-	model := fs.String("model", "", "the model name")
-	prov := fs.String("provider", provider.OpenAI, "wire protocol: openai (chat completions) or anthropic (messages)")
-	keyEnv := fs.String("api-key-env", "", "environment variable holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
-	transcript := fs.String("transcript", "", "append the run's trajectory (JSON Lines) to FILE; read it with `codemode trace FILE`")
-	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most model calls of the run")
-	clientTools := fs.String("client-tools", "", "JSON5 file of client tools: [{name, description, inputSchema, command: [argv…]}]")
-	system := fs.String("system", "", "system prompt (default: a short generic one)")
+	c := newCommand("agent", agentSynopsis, agentAbout, stdout, stderr)
+	fs := c.fs
+	cfgPath := fs.String("config", "", "configuration `FILE` (JSON5); default: the embedded default")
+	baseURL := fs.String("base-url", "", "the provider's API base `URL` (OpenAI-compatible servers: Ollama, vLLM, llama.cpp, OpenAI)")
+	model := fs.String("model", "", "the model `NAME`")
+	prov := fs.String("provider", provider.OpenAI, "wire `PROTOCOL`: openai (chat completions) or anthropic (messages)")
+	keyEnv := fs.String("api-key-env", "", "environment `VARIABLE` holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+	transcript := fs.String("transcript", "", "append the run's trajectory (JSON Lines) to `FILE`; read it with codemode trace FILE")
+	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most model calls (`N`) of the run")
+	clientTools := fs.String("client-tools", "", "JSON5 `FILE` of client tools: [{name, description, inputSchema, command: [argv…]}]")
+	system := fs.String("system", "", "system prompt `TEXT` (default: a short generic one)")
 	stream := fs.Bool("stream", false, "ask the provider for a streamed (SSE) response")
 	quiet := fs.Bool("quiet", false, "print only the final answer (no progress on stderr)")
-	approve := fs.String("approve", "", "calls that need approval (tools.approvals): ask (on the terminal; the default when stdin is one), none, all or readonly")
-	timeout := fs.Duration("timeout", provider.DefaultTimeout, "bound on each model request (each attempt, streaming included)")
-	maxRetries := fs.Int("max-retries", provider.DefaultMaxRetries, "retries of a model request after 429, 5xx, timeouts and connection failures (0: none)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, agentUsage)
-		fs.PrintDefaults()
+	approve := fs.String("approve", "", "`POLICY` for calls that need approval (tools.approvals): ask (on the terminal; the default when stdin is one), none, all or readonly")
+	timeout := fs.Duration("timeout", provider.DefaultTimeout, "`DURATION` bound on each model request (each attempt, streaming included)")
+	maxRetries := fs.Int("max-retries", provider.DefaultMaxRetries, "`N` retries of a model request after 429, 5xx, timeouts and connection failures (0: none)")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
 	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
-	}
+	var err error
 	prompt := strings.TrimSpace(strings.Join(pos, " "))
 	switch {
 	case prompt == "":
-		fmt.Fprintln(stderr, "codemode agent: give the prompt as the last argument")
-		return exitUsage
+		return c.usageError("give the prompt as the last argument")
 	case *baseURL == "":
-		fmt.Fprintln(stderr, "codemode agent: --base-url is required (for example http://localhost:11434/v1 for Ollama)")
-		return exitUsage
+		return c.usageError("--base-url is required (for example http://localhost:11434/v1 for Ollama)")
 	case *model == "":
-		fmt.Fprintln(stderr, "codemode agent: --model is required")
-		return exitUsage
+		return c.usageError("--model is required")
 	case *prov != provider.OpenAI && *prov != provider.Anthropic:
-		fmt.Fprintf(stderr, "codemode agent: --provider must be openai or anthropic, not %q\n", *prov)
-		return exitUsage
+		return c.usageError("--provider must be openai or anthropic, not %q", *prov)
 	case *maxTurns < 1:
-		fmt.Fprintln(stderr, "codemode agent: --max-turns must be at least 1")
-		return exitUsage
+		return c.usageError("--max-turns must be at least 1")
 	case *timeout <= 0:
-		fmt.Fprintln(stderr, "codemode agent: --timeout must be positive (for example 30s or 5m)")
-		return exitUsage
+		return c.usageError("--timeout must be positive (for example 30s or 5m)")
 	case *maxRetries < 0 || *maxRetries > 10:
-		fmt.Fprintln(stderr, "codemode agent: --max-retries must be 0–10")
-		return exitUsage
+		return c.usageError("--max-retries must be 0–10")
 	}
 	if *approve == "" {
 		*approve = agent.ApproveNone
@@ -92,8 +85,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		term.Echo = !isTerminal(stdin)
 		approver = term
 	} else if approver, err = agent.PolicyApprover(*approve); err != nil {
-		fmt.Fprintln(stderr, "codemode agent: --approve:", err)
-		return exitUsage
+		return c.usageError("--approve: %v", err)
 	}
 	if *keyEnv == "" {
 		*keyEnv = map[string]string{provider.OpenAI: "OPENAI_API_KEY", provider.Anthropic: "ANTHROPIC_API_KEY"}[*prov]
@@ -146,13 +138,13 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(sinks) > 0 {
 		traj = procs.trajectory(trajectory.Multi(sinks...))
 	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed
 	}
 	defer g.Close()
-	if err := g.RT.Err(); err != nil {
+	if err := g.Runtime().Err(); err != nil {
 		// Fail closed: never fall back to showing the model every tool.
 		fmt.Fprintln(stderr, "codemode agent: code mode runtime unavailable:", err)
 		return exitFailed
@@ -160,7 +152,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	rc := agentRun(*model, *prov)
 	s := g.Surface(rc, ctools)
 	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
-	defer g.RT.EndSession(rc.SessionKey)
+	defer g.Runtime().EndSession(rc.SessionKey)
 	retries := *maxRetries
 	if retries == 0 {
 		retries = -1 // provider.Options: 0 is the default, negative is none
@@ -174,7 +166,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitUsage
 	}
-	opts := agent.Options{Client: client, Model: *model, System: *system, MaxTurns: *maxTurns}
+	opts := agent.Options{Client: client, Model: *model, System: *system, MaxTurns: *maxTurns, Trajectory: traj}
 	if printer != nil {
 		opts.Progress = printer
 		fmt.Fprintf(stderr, "codemode agent: %s via %s at %s; model sees %s\n", *model, *prov, *baseURL, strings.Join(s.ToolNames(), ", "))
@@ -182,7 +174,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	res, err := agent.Run(ctx, s, opts, prompt)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || ctx.Err() != nil {
-			n := g.RT.EndSession(rc.SessionKey)
+			n := g.Runtime().EndSession(rc.SessionKey)
 			fmt.Fprintf(stderr, "codemode agent: interrupted; the run was cancelled with its suspended work (%d suspended code-mode run%s dropped)\n", n, plural(n))
 			return exitInterrupted
 		}

@@ -47,17 +47,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(args) > 0 && args[0] == "search" {
 		return runBenchSearch(args[1:], stdout, stderr)
 	}
-	fs := newFlags("bench", stderr)
-	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
-	n := fs.Int("n", 50, "iterations per measurement")
-	only := fs.String("only", "", "run only measurements whose name contains this")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return exitUsage
+	c := newCommand("bench", "[--json] [--config FILE] [--n N] [--only NAME]\n       codemode bench search [--catalog FILE] [--queries FILES]", `
+Measures the sandbox on this machine — a trivial exec, a 1,000-tool catalog, nested calls,
+suspension hot and cold — and prints min/median/max per measurement. 'codemode bench search'
+scores tools.search and MCP.$search on a catalog of real MCP tools (recall@k, MRR); see
+'codemode bench search --help'.`, stdout, stderr)
+	asJSON := c.fs.Bool("json", false, "print JSON instead of a table")
+	cfgPath := c.fs.String("config", "", "configuration `FILE` (JSON5); default: the embedded default")
+	n := c.fs.Int("n", 50, "`N` iterations per measurement")
+	only := c.fs.String("only", "", "run only the measurements whose name contains `NAME`")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q", pos[0])
 	}
 	if *n < 1 {
-		fmt.Fprintln(stderr, "codemode bench: -n must be at least 1")
-		return exitUsage
+		return c.usageError("--n must be at least 1")
 	}
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
@@ -167,7 +174,7 @@ func benchSuspendedOn(ctx context.Context, rt *codemode.Runtime, mode string, n 
 await yield_control("bench"); return state.items.length`
 	var runID string
 	suspend := func(s *codemode.Surface) error {
-		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: code})
 		if res.Status != api.StatusWaiting {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}
@@ -257,7 +264,7 @@ type sandboxBench struct {
 // cellBench measures one exec end to end through a Surface.
 func cellBench(s *codemode.Surface, code, want string) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
-		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: &code})
+		res := s.Exec(ctx, "bench", codemode.ExecInput{Code: code})
 		if res.Status != api.StatusCompleted {
 			return fmt.Errorf("%s: %s", res.Status, res.Error)
 		}
@@ -294,11 +301,19 @@ const s = JSON.stringify(o); const back = JSON.parse(s); return [s.length > 9000
 
 // runBenchSearch evaluates the search ranking on the real MCP catalog.
 func runBenchSearch(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("bench search", stderr)
-	catalogPath := fs.String("catalog", filepath.Join("internal", "search", "testdata", "catalog.json"), "catalog of real MCP tool definitions")
-	queries := fs.String("queries", filepath.Join("internal", "search", "testdata", "queries.json")+","+filepath.Join("internal", "search", "testdata", "queries-dev.json"), "comma-separated query files")
-	if _, err := parseInterspersed(fs, args); err != nil {
-		return exitUsage
+	c := newCommand("bench search", "[--catalog FILE] [--queries FILES]", `
+Scores the tool search (tools.search and MCP.$search) on a catalog of real MCP tool definitions
+and query files ({query, relevant: ["server/tool", …], kind}): recall@1/5/10 and MRR, overall
+and per query kind. The defaults are the repository's evaluation files: run it from the
+repository root, or pass both flags.`, stdout, stderr)
+	catalogPath := c.fs.String("catalog", filepath.Join("internal", "search", "testdata", "catalog.json"), "`FILE` of real MCP tool definitions")
+	queries := c.fs.String("queries", filepath.Join("internal", "search", "testdata", "queries.json")+","+filepath.Join("internal", "search", "testdata", "queries-dev.json"), "comma-separated query `FILES`")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q", pos[0])
 	}
 	var paths []string
 	for _, p := range strings.Split(*queries, ",") {

@@ -32,28 +32,33 @@ var Version = ""
 
 const usage = `codemode — code mode for LLM agents: the model writes a program, the sandbox calls the tools.
 
-Usage:
-  codemode serve [--config FILE]            run the MCP gateway on stdin/stdout
-  codemode exec  [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)
-                                            run one cell; print each result as a JSON line
-  codemode wait  [--config FILE] RUNID      resume a run another process left waiting in the
-                                            shared run store (runStore.redis); print each result
-  codemode agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic] PROMPT
-                                            run an agent loop against a model (see codemode agent -h)
-  codemode tools [--config FILE]            print the model-facing tool list as JSON
-  codemode trace [--full] FILE              print a trajectory (JSON Lines) as a tree: exec → nested calls
-  codemode bench [--json] [--config FILE]   measure the sandbox (min/median/max)
-  codemode bench search [--catalog FILE] [--queries FILE]
-                                            evaluate tools.search / MCP.$search quality
-  codemode version                          print the version and the pinned QuickJS package
+usage: codemode COMMAND [flags] [arguments]
 
-Without --config, the embedded default configuration is used (code mode on, no MCP servers).
+commands:
+  serve [--config FILE] [--http ADDR]       run the MCP gateway: on stdin/stdout, or streamable
+                                            HTTP at http://ADDR/mcp with --http
+  exec  [--config FILE] [--language javascript|typescript] [--no-wait] (--code CODE | FILE | -)
+                                            run one cell; print each result as a JSON line
+  wait  [--config FILE] RUNID               resume a run another process left waiting in the
+                                            shared run store (runStore.redis)
+  agent [--config FILE] --base-url URL --model NAME [--provider openai|anthropic] … PROMPT
+                                            run an agent loop against a model
+  tools [--config FILE]                     print the model-facing tool list as JSON
+  trace [--full] FILE                       print a trajectory (JSON Lines) as a tree
+  bench [--json] [--config FILE]            measure the sandbox (min/median/max)
+  bench search [--catalog FILE] [--queries FILES]
+                                            score tools.search / MCP.$search on real MCP tools
+  version                                   print the version and the pinned QuickJS package
+  help [COMMAND]                            print this, or a command's flags and details
+
+Without --config, the embedded default configuration is used (code mode on, the built-in tools,
+no MCP servers). 'codemode COMMAND --help' shows every flag of a command.
 `
 
 // Main runs the CLI and returns the exit status.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, "codemode: no command given\n\n"+usage)
 		return exitUsage
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -75,13 +80,23 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version", "-v":
+		if len(rest) > 0 && (rest[0] == "-h" || rest[0] == "--help") {
+			return Main([]string{"help", "version"}, stdin, stdout, stderr)
+		}
 		fmt.Fprintln(stdout, versionString())
 		return exitOK
 	case "help", "--help", "-h":
+		if len(rest) > 0 && rest[0] != "help" && rest[0] != "--help" && rest[0] != "-h" {
+			if rest[0] == "version" {
+				fmt.Fprintln(stdout, "usage: codemode version\n\nPrints the codemode version and the pinned QuickJS package.")
+				return exitOK
+			}
+			return Main(append(rest[:len(rest):len(rest)], "--help"), stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "codemode: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(stderr, "codemode: unknown command %q\nrun 'codemode help' for the list of commands\n", cmd)
 		return exitUsage
 	}
 }
@@ -96,13 +111,6 @@ func versionString() string {
 	}
 	p := quickjs.Pinned()
 	return fmt.Sprintf("codemode %s (QuickJS: npm %s@%s)", v, p.Package, p.Version)
-}
-
-// newFlags makes a flag set that reports errors to stderr and never exits the process.
-func newFlags(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("codemode "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
 }
 
 // parseInterspersed parses flags that may appear before or after positional arguments.
@@ -130,6 +138,17 @@ func loadConfig(path string) (*config.Config, error) {
 		return config.Default(), nil
 	}
 	return config.Load(path)
+}
+
+// withoutAuditLog is cfg for the commands that are not the gateway serving: serve.trajectory is
+// the server's audit log, written by `codemode serve` only.
+func withoutAuditLog(cfg *config.Config) *config.Config {
+	if cfg.Serve.Trajectory == "" {
+		return cfg
+	}
+	c := *cfg
+	c.Serve.Trajectory = ""
+	return &c
 }
 
 func configError(stderr io.Writer, err error) int {

@@ -25,17 +25,23 @@ import (
 
 // runServe runs the MCP gateway: on stdin/stdout by default, or streamable HTTP with --http.
 func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("serve", stderr)
-	cfgPath := fs.String("config", "", "configuration file (JSON5); default: the embedded default")
-	addr := fs.String("http", "", "serve MCP over streamable HTTP at ADDR/mcp instead of stdio: PORT (loopback), HOST:PORT, or :PORT (all interfaces; needs a token)")
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
+	c := newCommand("serve", "[--config FILE] [--http ADDR]", `
+Runs the MCP gateway: code mode (exec, wait and the direct-only tools) in front of the
+configuration's MCP servers, plugins and built-in tools. By default it speaks MCP on stdin and
+stdout — start it from an MCP client's configuration (command "codemode", args ["serve"]);
+stdout carries nothing but MCP messages, logs go to stderr. With --http it serves streamable
+HTTP at http://ADDR/mcp (with /healthz, /readyz and /metrics): a loopback address needs no
+token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
+	cfgPath := c.fs.String("config", "", "configuration `FILE` (JSON5); default: the embedded default")
+	addr := c.fs.String("http", "", "serve MCP over streamable HTTP at `ADDR`/mcp instead of stdio: PORT (loopback), HOST:PORT, or :PORT (all interfaces; needs a token)")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "codemode serve: unexpected argument %q\n", pos[0])
-		return exitUsage
+		return c.usageError("unexpected argument %q", pos[0])
 	}
+	var err error
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return configError(stderr, err)
@@ -83,6 +89,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer srv.Close()
 	if *addr == "" {
 		fmt.Fprintln(stderr, startLine(srv, "MCP on stdio"))
+		if isTerminal(stdin) {
+			fmt.Fprint(stderr, stdioHint)
+		}
 		err := srv.Run(ctx, server.StdioTransport(stdin, stdout))
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 			fmt.Fprintln(stderr, "codemode serve:", err)
@@ -95,8 +104,9 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
+	calls := &inFlight{}
 	hs := &http.Server{
-		Handler:           srv.HTTPHandler(ctx, lst.opts),
+		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    64 << 10,
@@ -109,16 +119,17 @@ func runServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if !lst.opts.Loopback {
 		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
 	}
+	drained := make(chan struct{})
 	go func() {
+		defer close(drained)
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = hs.Shutdown(sctx)
+		drain(srv, hs, calls, g, cfg, log)
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
+	<-drained
 	return exitOK
 }
 
@@ -203,6 +214,15 @@ func isDigits(s string) bool {
 	}
 	return true
 }
+
+// stdioHint is what a person who started `codemode serve` in a terminal reads next: the server
+// waits for an MCP client on stdin, which is not them.
+const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on stdin/stdout; it waits for an MCP client.
+  Connect one by starting codemode from the client's configuration, for example:
+    {"mcpServers": {"codemode": {"command": "codemode", "args": ["serve"]}}}
+  or serve HTTP instead: codemode serve --http 8765 (then http://127.0.0.1:8765/mcp).
+  To try a cell by hand: codemode exec --code 'return ALL_TOOLS.map(t => t.id)'. Ctrl-D or Ctrl-C stops.
+`
 
 // startLine is the one line on stderr that says what is served and where: the transport, the
 // tool count and each upstream's state.

@@ -12,19 +12,17 @@ import (
 // runTrace implements `codemode trace FILE`: a trajectory (JSON Lines, as written by
 // `codemode agent --transcript` or serve.trajectory) printed as a tree per run.
 func runTrace(_ context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlags("trace", stderr)
-	full := fs.Bool("full", false, "print inputs and results whole instead of one-line previews")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: codemode trace [--full] FILE   (- reads stdin)")
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterspersed(fs, args)
-	if err != nil {
-		return exitUsage
+	c := newCommand("trace", "[--full] FILE", `
+Prints a trajectory — the JSON Lines that codemode agent --transcript and serve.trajectory
+write — as a tree per run: exec and wait, the nested calls under them, approvals and progress.
+FILE - reads stdin.`, stdout, stderr)
+	full := c.fs.Bool("full", false, "print the events whole, as JSON, instead of one-line previews")
+	pos, status, done := c.parse(args)
+	if done {
+		return status
 	}
 	if len(pos) != 1 {
-		fs.Usage()
-		return exitUsage
+		return c.usageError("give one FILE (or - for stdin)")
 	}
 	var r io.Reader = stdin
 	if pos[0] != "-" {

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Schema is a compiled JSON Schema.
@@ -36,14 +38,51 @@ func compile(name, what string, raw []byte) (*Schema, error) {
 	comp.UseLoader(refusingLoader{})
 	loc := "mem:///" + strings.NewReplacer(":", "/", " ", "_").Replace(name) + "/" + what + "Schema.json"
 	if err := comp.AddResource(loc, doc); err != nil {
-		return nil, fmt.Errorf("%s schema of %s is invalid: %v", what, name, err)
+		return nil, fmt.Errorf("%s schema of %s is invalid: %s", what, name, schemaProblem(err))
 	}
 	s, err := comp.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("%s schema of %s is invalid: %v", what, name, err)
+		return nil, fmt.Errorf("%s schema of %s is invalid: %s", what, name, schemaProblem(err))
 	}
 	return &Schema{s}, nil
 }
+
+// schemaProblem says what is wrong with a schema in a line a person reads: for a schema that
+// fails the metaschema, the first few places and reasons ("at /properties/n/minimum: got
+// string, want number") rather than the validator's whole tree.
+func schemaProblem(err error) string {
+	var sve *jsonschema.SchemaValidationError
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &sve) || !errors.As(sve.Err, &ve) {
+		return err.Error()
+	}
+	const most = 3
+	var parts []string
+	more := 0
+	var walk func(v *jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) > 0 {
+			for _, c := range v.Causes {
+				walk(c)
+			}
+			return
+		}
+		if len(parts) == most {
+			more++
+			return
+		}
+		at := "/" + strings.Join(v.InstanceLocation, "/")
+		parts = append(parts, "at "+at+": "+v.ErrorKind.LocalizedString(englishPrinter))
+	}
+	walk(ve)
+	out := "not a valid JSON Schema (" + strings.Join(parts, "; ")
+	if more > 0 {
+		out += fmt.Sprintf("; %d more", more)
+	}
+	return out + ")"
+}
+
+var englishPrinter = message.NewPrinter(language.English)
 
 // Mismatch says where a value does not match its schema, without the value.
 type Mismatch struct {

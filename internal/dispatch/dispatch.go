@@ -80,17 +80,20 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 	switch op {
 	case "search":
 		var p struct {
-			Query string   `json:"query"`
-			Limit *float64 `json:"limit"`
+			Query  string   `json:"query"`
+			Limit  *float64 `json:"limit"`
+			Server *string  `json:"server"`
 		}
 		if err := json.Unmarshal(payload, &p); err != nil {
 			return nil, badRequest(err)
 		}
 		d.Counters.Search.Add(1)
-		entries := d.Catalog.Search(p.Query, d.limit(p.Limit))
-		out := make([]map[string]any, len(entries))
-		for i, e := range entries {
-			out[i] = e.JSON()
+		hits := d.Catalog.SearchHits(p.Query, d.limit(p.Limit), deref(p.Server))
+		out := make([]map[string]any, len(hits))
+		for i, h := range hits {
+			out[i] = h.Entry.JSON()
+			out[i]["server"] = owner(h.Entry.Tool)
+			out[i]["why"] = h.Why
 		}
 		return json.Marshal(out)
 	case "describe":
@@ -116,14 +119,11 @@ func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 			return nil, badRequest(err)
 		}
 		d.Counters.Search.Add(1)
-		server := ""
-		if p.Server != nil {
-			server = *p.Server
-		}
-		entries := d.Catalog.SearchMCP(p.Query, d.limit(p.Limit), server)
-		out := make([]map[string]any, len(entries))
-		for i, e := range entries {
-			out[i] = e.MCPSearchJSON()
+		hits := d.Catalog.SearchMCPHits(p.Query, d.limit(p.Limit), deref(p.Server))
+		out := make([]map[string]any, len(hits))
+		for i, h := range hits {
+			out[i] = h.Entry.MCPSearchJSON()
+			out[i]["why"] = h.Why
 		}
 		return json.Marshal(out)
 	case "mcp.api":
@@ -651,4 +651,19 @@ func (d *Dispatcher) ReplaySafe(op string, payload []byte) bool {
 		return e != nil && e.Tool.ReadOnly && e.Tool.Source != api.SourceMCP
 	}
 	return false
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// owner is a tool's server or plugin id as search results name it ("core" for built-ins).
+func owner(t *api.Tool) string {
+	if t.Owner == "" {
+		return api.CoreOwner
+	}
+	return t.Owner
 }

@@ -67,11 +67,11 @@ func TestPrecheckRefusals(t *testing.T) {
 		code              string // "" accepted
 		recorded          bool
 	}{
-		{"valid", "callValue", `{"id":"native:core:get_record","input":{"id":"x"}}`, false, "", false},
-		{"null input is {}", "callValue", `{"id":"native:core:write","input":null}`, false, "invalid_input", true},
-		{"schema failure", "callValue", `{"id":"native:core:get_record","input":{"id":1}}`, false, "invalid_input", true},
-		{"unknown id", "call", `{"id":"native:core:get_recrd","input":{}}`, false, "unknown_tool", true},
-		{"restart-safe refusal comes first", "callValue", `{"id":"native:core:write","input":{}}`, true, "not_replay_safe", true},
+		{"valid", "callValue", `{"id":"native:app:get_record","input":{"id":"x"}}`, false, "", false},
+		{"null input is {}", "callValue", `{"id":"native:app:write","input":null}`, false, "invalid_input", true},
+		{"schema failure", "callValue", `{"id":"native:app:get_record","input":{"id":1}}`, false, "invalid_input", true},
+		{"unknown id", "call", `{"id":"native:app:get_recrd","input":{}}`, false, "unknown_tool", true},
+		{"restart-safe refusal comes first", "callValue", `{"id":"native:app:write","input":{}}`, true, "not_replay_safe", true},
 		{"MCP schema failure", "mcp.call", `{"server":"github","tool":"create_issue","input":{}}`, false, "invalid_input", true},
 		{"MCP unknown tool", "mcp.call", `{"server":"github","tool":"createIssue","input":{}}`, false, "unknown_tool", true},
 		{"not a call", "mcp.resources.list", `{"server":"github"}`, false, "", false},
@@ -115,7 +115,7 @@ func TestFirstCallValidates(t *testing.T) {
 	cat := catalog.Build([]*api.Tool{{Name: "get_record", InputSchema: json.RawMessage(`{"type":"object","required":["id"]}`),
 		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) { ran++; return &api.Result{}, nil }}})
 	d := &Dispatcher{Catalog: cat, Counters: &Counters{}, Gate: &Gate{}}
-	payload := []byte(`{"id":"native:core:get_record","input":{}}`)
+	payload := []byte(`{"id":"native:app:get_record","input":{}}`)
 	c := &sandbox.Call{ID: "p/1", Op: "callValue", Payload: payload}
 	pre, err := d.Precheck(c)
 	if err != nil {

@@ -46,7 +46,7 @@ func benchGateway(b *testing.B) *codemode.Surface {
 	entry := npmB(b, "server-everything")
 	cfg := config.Default()
 	cfg.Workspace = b.TempDir()
-	cfg.MCP.Servers = map[string]config.MCPServer{"everything": {Command: "node", Args: []string{entry, "stdio"}, Enabled: true, TimeoutMs: 20000}}
+	cfg.MCP.Servers = map[string]config.MCPServer{"everything": {Command: "node", Args: []string{entry, "stdio"}, TimeoutMs: 20000}}
 	g, err := Open(context.Background(), cfg, Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -57,7 +57,7 @@ func benchGateway(b *testing.B) *codemode.Surface {
 
 func benchCell(b *testing.B, s *codemode.Surface, code string, perIter int) {
 	run := func() {
-		r := s.Exec(context.Background(), "b", codemode.ExecInput{Code: &code})
+		r := s.Exec(context.Background(), "b", codemode.ExecInput{Code: code})
 		if r.Status != capi.StatusCompleted {
 			b.Fatalf("%s %s", r.Status, r.Error)
 		}

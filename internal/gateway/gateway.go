@@ -89,6 +89,8 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	ro.Hooks = opts.Hooks
 	ro.Approver = opts.Approver
 	ro.Engine.Wasm = opts.Wasm
+	// Fail closed but start: every exec reports runtime_unavailable and /readyz says why.
+	ro.Engine.AllowMissing = true
 	g.store = opts.RunStore
 	if g.store == nil && cfg.RunStore.Redis != nil {
 		redisstore.RouteClientLogs(log)
@@ -257,6 +259,9 @@ func (g *Gateway) Close() error {
 
 // SharedRunStore reports whether suspended runs live in a store other processes share.
 func (g *Gateway) SharedRunStore() bool { return g.store != nil }
+
+// RunStore is the shared run store, or nil (runs in the process).
+func (g *Gateway) RunStore() codemode.RunStore { return g.store }
 
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {

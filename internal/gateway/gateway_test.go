@@ -59,7 +59,7 @@ func open(t *testing.T, servers map[string]config.MCPServer, mutate ...func(*con
 
 func run(t *testing.T, s *codemode.Surface, code string) capi.ExecResult {
 	t.Helper()
-	return s.Exec(context.Background(), "exec_1", codemode.ExecInput{Code: &code})
+	return s.Exec(context.Background(), "exec_1", codemode.ExecInput{Code: code})
 }
 
 func value(t *testing.T, r capi.ExecResult) string {
@@ -74,9 +74,9 @@ func TestRealMCPServers(t *testing.T) { // M1–M3, K4, §19, §20 steps 9–10
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("code mode reads this"), 0o644)
 	g := open(t, map[string]config.MCPServer{
-		"everything": {Command: "node", Args: []string{npm(t, "server-everything"), "stdio"}, Enabled: true, TimeoutMs: 20000},
-		"filesystem": {Command: "node", Args: []string{npm(t, "server-filesystem"), dir}, Enabled: true, TimeoutMs: 20000},
-		"memory": {Command: "node", Args: []string{npm(t, "server-memory")}, Enabled: true, TimeoutMs: 20000,
+		"everything": {Command: "node", Args: []string{npm(t, "server-everything"), "stdio"}, TimeoutMs: 20000},
+		"filesystem": {Command: "node", Args: []string{npm(t, "server-filesystem"), dir}, TimeoutMs: 20000},
+		"memory": {Command: "node", Args: []string{npm(t, "server-memory")}, TimeoutMs: 20000,
 			Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}},
 	})
 	for _, st := range g.MCPStatus() {
@@ -130,9 +130,9 @@ func TestRealMCPServers(t *testing.T) { // M1–M3, K4, §19, §20 steps 9–10
 
 func TestRealServerDeclarationsGolden(t *testing.T) { // M3: the rendered .d.ts of real servers
 	g := open(t, map[string]config.MCPServer{
-		"everything": {Command: "node", Args: []string{npm(t, "server-everything"), "stdio"}, Enabled: true, TimeoutMs: 20000},
-		"filesystem": {Command: "node", Args: []string{npm(t, "server-filesystem"), "/tmp"}, Enabled: true, TimeoutMs: 20000},
-		"memory":     {Command: "node", Args: []string{npm(t, "server-memory")}, Enabled: true, TimeoutMs: 20000},
+		"everything": {Command: "node", Args: []string{npm(t, "server-everything"), "stdio"}, TimeoutMs: 20000},
+		"filesystem": {Command: "node", Args: []string{npm(t, "server-filesystem"), "/tmp"}, TimeoutMs: 20000},
+		"memory":     {Command: "node", Args: []string{npm(t, "server-memory")}, TimeoutMs: 20000},
 	})
 	surf := g.Surface(capi.RunContext{}, nil)
 	for _, name := range []string{"index", "everything", "filesystem", "memory"} {
@@ -170,7 +170,7 @@ func TestEverythingOverStreamableHTTP(t *testing.T) { // M1: streamable HTTP ups
 	}
 	defer func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() }()
 	waitListening(t, "127.0.0.1:"+port)
-	g := open(t, map[string]config.MCPServer{"everything": {URL: "http://127.0.0.1:" + port + "/mcp", Enabled: true, TimeoutMs: 20000}})
+	g := open(t, map[string]config.MCPServer{"everything": {URL: "http://127.0.0.1:" + port + "/mcp", TimeoutMs: 20000}})
 	s := g.Surface(capi.RunContext{}, nil)
 	if got := value(t, run(t, s, `return (await MCP.everything.echo({message: "over http"})).content[0].text`)); got != `"Echo: over http"` {
 		t.Fatal(got)
@@ -197,7 +197,7 @@ func TestSlowMCPToolWaits(t *testing.T) { // X8, W1 through the MCP namespace
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "finally"}}}, nil
 		})
-	g := open(t, map[string]config.MCPServer{"slow": {URL: inProcess(t, srv), Enabled: true, TimeoutMs: 60000}},
+	g := open(t, map[string]config.MCPServer{"slow": {URL: inProcess(t, srv), TimeoutMs: 60000}},
 		func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 300 })
 	s := g.Surface(capi.RunContext{SessionKey: "s"}, nil)
 	r := run(t, s, `text("asked"); const res = await MCP.slow.slowOp({}); text("answered"); return res.content[0].text`)
@@ -220,7 +220,7 @@ func TestHostileMCPServer(t *testing.T) { // untrusted names and descriptions st
 				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called " + req.Params.Name}}}, nil
 			})
 	}
-	g := open(t, map[string]config.MCPServer{"evil-server": {URL: inProcess(t, srv), Enabled: true, TimeoutMs: 20000}})
+	g := open(t, map[string]config.MCPServer{"evil-server": {URL: inProcess(t, srv), TimeoutMs: 20000}})
 	s := g.Surface(capi.RunContext{}, nil)
 	if strings.Contains(s.Tools()[0].Description, "ignore previous") {
 		t.Fatal("MCP description reached the exec description")

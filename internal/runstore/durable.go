@@ -25,6 +25,13 @@ type Record struct {
 	Snapshot []byte
 	// State is the host-side state of the run (pending-call table and the like), opaque here.
 	State []byte
+	// Version is the writer's name for this record (random per write, opaque here). It is
+	// stored beside the sealed bytes so that Acquire can skip sending a record the caller
+	// already holds (a replica whose live VM is that version continues it).
+	Version string
+	// Unchanged is set by Acquire when the stored Version is the one the caller said it holds:
+	// Snapshot and State are then empty, Scope and Version are set.
+	Unchanged bool
 }
 
 // Size is what a record counts against the byte limits before any encoding by the backend.
@@ -51,8 +58,15 @@ type Durable interface {
 	// run expires after ttl.
 	Put(ctx context.Context, id string, rec Record, ttl time.Duration) error
 	// Acquire takes a run for one wait, fleet-wide: it checks scope (W3) and grants a lease for
-	// lease. A second Acquire before Release, Delete or the lease's expiry fails with ErrBusy.
-	Acquire(ctx context.Context, id string, scope api.RunContext, holder string, lease time.Duration) (Record, Lease, error)
+	// lease. A second Acquire before Release, Delete or the lease's expiry fails with a
+	// *BusyError (errors.Is ErrBusy) that says when the lease runs out. have is the Version the
+	// caller already holds ("" for none): when it is the stored one, the record comes back
+	// Unchanged, without its bytes.
+	Acquire(ctx context.Context, id string, scope api.RunContext, holder string, lease time.Duration, have string) (Record, Lease, error)
+	// Renew extends a held lease to lease from now (a wait that runs longer than one lease
+	// renews it while it works; a holder that dies stops renewing and the run is free again a
+	// lease later). It fails with ErrLeaseLost when the lease expired or another holder has it.
+	Renew(ctx context.Context, l Lease, lease time.Duration) error
 	// Release ends a wait that suspended the run again: it stores rec when non-nil (its Scope is
 	// ignored), deletes the results named in delivered (they are inside rec's snapshot now),
 	// restarts the run's ttl and drops the lease. On ErrTooManyBytes or ErrRecordTooLarge the
@@ -80,8 +94,19 @@ type Durable interface {
 	OwnerAlive(ctx context.Context, id, owner string) (bool, error)
 	// Usage is the number of live runs and the bytes they count against the limits.
 	Usage(ctx context.Context) (Usage, error)
+	// Takeover is how long a lease or a heartbeat lasts without renewal: a process that stops
+	// (killed, partitioned) frees its runs, and its calls count as lost, this long after its
+	// last renewal. Holders renew several times per Takeover.
+	Takeover() time.Duration
 	// Close releases the client's resources; stored runs stay for the other processes.
 	Close() error
+}
+
+// Versioner is implemented by stores that can say cheaply which version of many runs they hold
+// (a replica lets go of live VMs whose run was continued elsewhere): the stored Version of each
+// id, "" for a run that is gone.
+type Versioner interface {
+	Versions(ctx context.Context, ids []string) (map[string]string, error)
 }
 
 // Usage is a durable store's accounting.
@@ -92,24 +117,36 @@ type Usage struct {
 
 // Limits bound a durable store. Zero fields take the defaults; for a shared store they are
 // fleet-wide figures, enforced atomically by the store.
+//
+// A run counts against its session (api.RunContext.SessionKey) and its principal
+// (RunContext.Principal, or the session key when there is none), so that neither one client nor
+// one tenant can use up the store for the others.
 type Limits struct {
-	Runs         int   // suspended runs in the store (default MaxSuspended, the W5 figure)
-	SessionRuns  int   // suspended runs of one session key (default 32)
-	Bytes        int64 // bytes of records and results in the store (default 640 MiB)
-	SessionBytes int64 // bytes of one session's runs (default 320 MiB)
-	RecordBytes  int   // one record: snapshot + state (default 16 MiB; maxSnapshotBytes caps the snapshot first)
-	Results      int   // stored results per run (default 1024)
-	ResultBytes  int   // one result (default 16 MiB)
+	Runs           int   // suspended runs in the store (default DefaultRuns)
+	SessionRuns    int   // suspended runs of one session key (default 32)
+	PrincipalRuns  int   // suspended runs of one principal (default DefaultPrincipalRuns)
+	Bytes          int64 // bytes of records and results in the store (default 640 MiB)
+	SessionBytes   int64 // bytes of one session's runs (default 320 MiB)
+	PrincipalBytes int64 // bytes of one principal's runs (default 320 MiB)
+	RecordBytes    int   // one record: snapshot + state (default 16 MiB; maxSnapshotBytes caps the snapshot first)
+	Results        int   // stored results per run (default 1024)
+	ResultBytes    int   // one result (default 16 MiB)
 }
+
+// DefaultTakeover is the default Takeover of a store.
+const DefaultTakeover = 5 * time.Second
 
 // Defaults of Limits.
 const (
-	DefaultSessionRuns  = 32
-	DefaultBytes        = 640 << 20
-	DefaultSessionBytes = 320 << 20
-	DefaultRecordBytes  = 16 << 20
-	DefaultResults      = 1024
-	DefaultResultBytes  = 16 << 20
+	DefaultRuns           = 1024
+	DefaultSessionRuns    = 32
+	DefaultPrincipalRuns  = 256
+	DefaultBytes          = 640 << 20
+	DefaultSessionBytes   = 320 << 20
+	DefaultPrincipalBytes = 320 << 20
+	DefaultRecordBytes    = 16 << 20
+	DefaultResults        = 1024
+	DefaultResultBytes    = 16 << 20
 )
 
 // WithDefaults fills zero fields.
@@ -124,10 +161,12 @@ func (l Limits) WithDefaults() Limits {
 			*v = d
 		}
 	}
-	def(&l.Runs, MaxSuspended)
+	def(&l.Runs, DefaultRuns)
 	def(&l.SessionRuns, DefaultSessionRuns)
+	def(&l.PrincipalRuns, DefaultPrincipalRuns)
 	def64(&l.Bytes, DefaultBytes)
 	def64(&l.SessionBytes, DefaultSessionBytes)
+	def64(&l.PrincipalBytes, DefaultPrincipalBytes)
 	def(&l.RecordBytes, DefaultRecordBytes)
 	def(&l.Results, DefaultResults)
 	def(&l.ResultBytes, DefaultResultBytes)
@@ -148,12 +187,57 @@ const (
 	ErrInvalidID      Error = "code mode run id, call id, holder or owner is empty or too long."
 )
 
+// BusyError is ErrBusy with the time left on the lease that holds the run: a caller retries
+// after RetryAfter (the holder is another wait, alive or dead; a dead one's lease runs out on
+// its own, which is how another replica takes over its runs).
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string        { return string(ErrBusy) }
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// RetryAfter returns how long a caller should wait before retrying after err: the remaining
+// lease of a *BusyError, 0 otherwise.
+func RetryAfter(err error) time.Duration {
+	var be *BusyError
+	if errors.As(err, &be) {
+		return be.RetryAfter
+	}
+	return 0
+}
+
+// Principal is the identity a run counts against for the per-principal limits: the scope's
+// Principal, or its session key when it has none (stdio, no token).
+func Principal(scope api.RunContext) string {
+	if scope.Principal != "" {
+		return "p:" + scope.Principal
+	}
+	return "s:" + scope.SessionKey
+}
+
 // StoreError is a backend failure (network, server, timeout): the run may be fine, the store is
 // not reachable.
-type StoreError struct{ Err error }
+type StoreError struct {
+	Err error
+	// Kind classifies the failure for metrics and readiness: "unreachable" (connection or
+	// timeout), "full" (the server refuses writes: out of memory), "readonly" (a replica or
+	// a master being failed over), or "error".
+	Kind string
+}
 
 func (e *StoreError) Error() string { return "run store unavailable: " + e.Err.Error() }
 func (e *StoreError) Unwrap() error { return e.Err }
+
+// StoreErrorKind is the Kind of a *StoreError in err's chain, or "".
+func StoreErrorKind(err error) string {
+	var se *StoreError
+	if errors.As(err, &se) {
+		if se.Kind == "" {
+			return "error"
+		}
+		return se.Kind
+	}
+	return ""
+}
 
 // IsStoreError reports whether err is a backend failure rather than a verdict about the run.
 func IsStoreError(err error) bool {

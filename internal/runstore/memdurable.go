@@ -19,6 +19,7 @@ type MemDurable struct {
 	owners    map[memOwner]time.Time
 	closed    bool
 	now       func() time.Time
+	takeover  time.Duration
 }
 
 type memRun struct {
@@ -39,8 +40,14 @@ var _ Durable = (*MemDurable)(nil)
 // NewMemDurable returns an empty in-process durable store; zero limits take the defaults.
 func NewMemDurable(lim Limits) *MemDurable {
 	return &MemDurable{lim: lim.WithDefaults(), runs: map[string]*memRun{}, cancelled: map[string]time.Time{},
-		owners: map[memOwner]time.Time{}, now: time.Now}
+		owners: map[memOwner]time.Time{}, now: time.Now, takeover: DefaultTakeover}
 }
+
+// Takeover implements Durable.
+func (m *MemDurable) Takeover() time.Duration { return m.takeover }
+
+// SetTakeover changes Takeover (tests shorten it); call it before use.
+func (m *MemDurable) SetTakeover(d time.Duration) { m.takeover = d }
 
 func clone(b []byte) []byte {
 	if b == nil {
@@ -50,7 +57,7 @@ func clone(b []byte) []byte {
 }
 
 func cloneRecord(r Record) Record {
-	return Record{Scope: r.Scope, Snapshot: clone(r.Snapshot), State: clone(r.State)}
+	return Record{Scope: r.Scope, Snapshot: clone(r.Snapshot), State: clone(r.State), Version: r.Version}
 }
 
 // sweepLocked drops expired runs, markers and heartbeats: it is what Redis's key expiry does.
@@ -101,25 +108,44 @@ func (m *MemDurable) heldLocked(l Lease) (*memRun, error) {
 	return r, nil
 }
 
-func (m *MemDurable) usageLocked(sessionKey string) (runs, sessRuns int, bytes, sessBytes int64) {
-	for _, r := range m.runs {
-		runs++
-		bytes += r.bytes
-		if r.scope.SessionKey == sessionKey {
-			sessRuns++
-			sessBytes += r.bytes
-		}
-	}
-	return
+// memUsage is what the limits count: the store's, a session's and a principal's.
+type memUsage struct {
+	runs, sessRuns, prinRuns    int
+	bytes, sessBytes, prinBytes int64
 }
 
-// admitLocked checks the limits for a run of session growing by delta bytes (and being new).
-func (m *MemDurable) admitLocked(sessionKey string, isNew bool, delta int64) error {
-	runs, sessRuns, bytes, sessBytes := m.usageLocked(sessionKey)
-	if isNew && (runs >= m.lim.Runs || sessRuns >= m.lim.SessionRuns) {
-		return ErrTooMany
+func (m *MemDurable) usageLocked(scope api.RunContext) memUsage {
+	var u memUsage
+	p := Principal(scope)
+	for _, r := range m.runs {
+		u.runs++
+		u.bytes += r.bytes
+		if r.scope.SessionKey == scope.SessionKey {
+			u.sessRuns++
+			u.sessBytes += r.bytes
+		}
+		if Principal(r.scope) == p {
+			u.prinRuns++
+			u.prinBytes += r.bytes
+		}
 	}
-	if delta > 0 && (bytes+delta > m.lim.Bytes || sessBytes+delta > m.lim.SessionBytes) {
+	return u
+}
+
+// admitLocked checks the limits for a run of scope growing by delta bytes (and being new).
+func (m *MemDurable) admitLocked(scope api.RunContext, isNew bool, delta int64) error {
+	u := m.usageLocked(scope)
+	if isNew {
+		switch {
+		case u.runs >= m.lim.Runs:
+			return ErrTooMany
+		case u.sessRuns >= m.lim.SessionRuns:
+			return ErrTooManySession
+		case u.prinRuns >= m.lim.PrincipalRuns:
+			return ErrTooManyPrincipal
+		}
+	}
+	if delta > 0 && (u.bytes+delta > m.lim.Bytes || u.sessBytes+delta > m.lim.SessionBytes || u.prinBytes+delta > m.lim.PrincipalBytes) {
 		return ErrTooManyBytes
 	}
 	return nil
@@ -144,7 +170,7 @@ func (m *MemDurable) Put(ctx context.Context, id string, rec Record, ttl time.Du
 	r, err := m.lookupLocked(id)
 	switch {
 	case err == ErrUnavailable:
-		if err := m.admitLocked(rec.Scope.SessionKey, true, int64(rec.Size())); err != nil {
+		if err := m.admitLocked(rec.Scope, true, int64(rec.Size())); err != nil {
 			return err
 		}
 		m.runs[id] = &memRun{scope: rec.Scope, rec: cloneRecord(rec), results: map[string][]byte{},
@@ -163,7 +189,7 @@ func (m *MemDurable) Put(ctx context.Context, id string, rec Record, ttl time.Du
 		return ErrBusy
 	}
 	delta := int64(rec.Size() - r.rec.Size())
-	if err := m.admitLocked(r.scope.SessionKey, false, delta); err != nil {
+	if err := m.admitLocked(r.scope, false, delta); err != nil {
 		return err
 	}
 	r.rec = cloneRecord(rec)
@@ -174,7 +200,7 @@ func (m *MemDurable) Put(ctx context.Context, id string, rec Record, ttl time.Du
 }
 
 // Acquire implements Durable.
-func (m *MemDurable) Acquire(ctx context.Context, id string, scope api.RunContext, holder string, lease time.Duration) (Record, Lease, error) {
+func (m *MemDurable) Acquire(ctx context.Context, id string, scope api.RunContext, holder string, lease time.Duration, have string) (Record, Lease, error) {
 	if err := CheckName(id); err != nil {
 		return Record{}, Lease{}, err
 	}
@@ -198,14 +224,38 @@ func (m *MemDurable) Acquire(ctx context.Context, id string, scope api.RunContex
 	}
 	now := m.now()
 	if !r.leaseTo.IsZero() && !now.After(r.leaseTo) {
-		return Record{}, Lease{}, ErrBusy
+		return Record{}, Lease{}, &BusyError{RetryAfter: max(r.leaseTo.Sub(now), time.Millisecond)}
 	}
 	r.lease = Lease{RunID: id, Holder: holder, Token: NewToken(), Scope: r.scope}
 	r.leaseTo = now.Add(lease)
 	if r.expires.Before(r.leaseTo) {
 		r.expires = r.leaseTo // a held run does not expire under its holder
 	}
+	if have != "" && have == r.rec.Version {
+		return Record{Scope: r.scope, Version: r.rec.Version, Unchanged: true}, r.lease, nil
+	}
 	return cloneRecord(r.rec), r.lease, nil
+}
+
+// Renew implements Durable.
+func (m *MemDurable) Renew(ctx context.Context, l Lease, lease time.Duration) error {
+	if err := CheckDuration("lease", lease); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return &StoreError{Err: err}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r, err := m.heldLocked(l)
+	if err != nil {
+		return err
+	}
+	r.leaseTo = m.now().Add(lease)
+	if r.expires.Before(r.leaseTo) {
+		r.expires = r.leaseTo
+	}
+	return nil
 }
 
 // Release implements Durable.
@@ -237,7 +287,7 @@ func (m *MemDurable) Release(ctx context.Context, l Lease, rec *Record, delivere
 	if rec != nil {
 		delta += int64(rec.Size() - r.rec.Size())
 	}
-	if err := m.admitLocked(r.scope.SessionKey, false, delta); err != nil {
+	if err := m.admitLocked(r.scope, false, delta); err != nil {
 		return err
 	}
 	for c := range seen {
@@ -343,7 +393,7 @@ func (m *MemDurable) AddResult(ctx context.Context, id string, scope api.RunCont
 		return ErrTooManyResults
 	}
 	delta := int64(len(result) - len(old))
-	if err := m.admitLocked(r.scope.SessionKey, false, delta); err != nil {
+	if err := m.admitLocked(r.scope, false, delta); err != nil {
 		return err
 	}
 	r.results[callID] = clone(result)
@@ -417,8 +467,8 @@ func (m *MemDurable) Usage(ctx context.Context) (Usage, error) {
 		return Usage{}, &StoreError{Err: errClosed}
 	}
 	m.sweepLocked(m.now())
-	runs, _, bytes, _ := m.usageLocked("")
-	return Usage{Runs: runs, Bytes: bytes}, nil
+	u := m.usageLocked(api.RunContext{})
+	return Usage{Runs: u.runs, Bytes: u.bytes}, nil
 }
 
 // Close drops everything: an in-process store has no one to keep the runs for.
@@ -435,3 +485,22 @@ type closedError struct{}
 func (closedError) Error() string { return "the store is closed" }
 
 var errClosed error = closedError{}
+
+// Versions implements Versioner.
+func (m *MemDurable) Versions(ctx context.Context, ids []string) (map[string]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &StoreError{Err: err}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.sweepLocked(m.now())
+	out := make(map[string]string, len(ids))
+	for _, id := range ids {
+		if r, ok := m.runs[id]; ok {
+			out[id] = r.rec.Version
+		} else {
+			out[id] = ""
+		}
+	}
+	return out, nil
+}

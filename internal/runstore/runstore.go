@@ -13,9 +13,6 @@ import (
 	"github.com/codemode-go/codemode/api"
 )
 
-// MaxSuspended is the per-process cap on suspended runs (W5).
-const MaxSuspended = 64
-
 // Error is a run-store error. Its messages are the contract's, final period included (W3).
 type Error string
 
@@ -32,6 +29,9 @@ const (
 	// ErrTooManySession and ErrTooManyBytes keep one session from using up the store for the
 	// others (runtime.suspended); the session can finish or drop its own runs.
 	ErrTooManySession Error = "too many suspended code mode runs in this session: finish some with wait first."
+	// ErrTooManyPrincipal is the same share for everything one principal (a token, a tenant)
+	// suspends across its sessions.
+	ErrTooManyPrincipal Error = "too many suspended code mode runs for this principal: finish some with wait first."
 )
 
 // Backend is what the runtime needs from a run store. Store, the in-process map, implements it;
@@ -74,7 +74,6 @@ type Store struct {
 	runs      map[string]*Entry
 	cancelled map[string]time.Time // recently cancelled ids, to say "cancelled" rather than "expired"
 	ttl       time.Duration
-	max       int
 	lim       Limits
 	timer     *time.Timer
 	closed    bool
@@ -86,10 +85,14 @@ func New(ttl time.Duration) *Store {
 	return NewWithLimits(ttl, Limits{})
 }
 
-// NewWithLimits is New with per-session and byte limits: SessionRuns, Bytes and SessionBytes
-// of lim (zero: unbounded; Runs is always MaxSuspended, W5).
+// NewWithLimits is New with limits (W5): Runs (zero: DefaultRuns), and SessionRuns,
+// PrincipalRuns, Bytes, SessionBytes and PrincipalBytes (zero: unbounded). RecordBytes,
+// Results and ResultBytes do not apply to live runs.
 func NewWithLimits(ttl time.Duration, lim Limits) *Store {
-	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, max: MaxSuspended, lim: lim, now: time.Now}
+	if lim.Runs <= 0 {
+		lim.Runs = DefaultRuns
+	}
+	return &Store{runs: map[string]*Entry{}, cancelled: map[string]time.Time{}, ttl: ttl, lim: lim, now: time.Now}
 }
 
 // NewID returns an unguessable run id (128 random bits).
@@ -109,7 +112,7 @@ func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) err
 	}
 	s.expireLocked()
 	if _, ok := s.runs[id]; !ok {
-		if err := s.admitLocked(scope.SessionKey, bytes); err != nil {
+		if err := s.admitLocked(scope, bytes); err != nil {
 			return err
 		}
 	}
@@ -118,25 +121,34 @@ func (s *Store) Put(id string, scope api.RunContext, v Suspended, bytes int) err
 	return nil
 }
 
-// admitLocked checks the caps for one more run of a session.
-func (s *Store) admitLocked(session string, bytes int) error {
-	if len(s.runs) >= s.max {
+// admitLocked checks the caps for one more run of scope's session and principal.
+func (s *Store) admitLocked(scope api.RunContext, bytes int) error {
+	if len(s.runs) >= s.lim.Runs {
 		return ErrTooMany
 	}
-	var n int
-	var total, mine int64
+	var n, pn int
+	var total, mine, theirs int64
+	p := Principal(scope)
 	for _, e := range s.runs {
 		total += int64(e.Bytes)
-		if e.Scope.SessionKey == session {
+		if e.Scope.SessionKey == scope.SessionKey {
 			n++
 			mine += int64(e.Bytes)
 		}
+		if Principal(e.Scope) == p {
+			pn++
+			theirs += int64(e.Bytes)
+		}
 	}
+	b := int64(bytes)
 	switch {
 	case s.lim.SessionRuns > 0 && n >= s.lim.SessionRuns:
 		return ErrTooManySession
-	case s.lim.Bytes > 0 && total+int64(bytes) > s.lim.Bytes,
-		s.lim.SessionBytes > 0 && mine+int64(bytes) > s.lim.SessionBytes:
+	case s.lim.PrincipalRuns > 0 && pn >= s.lim.PrincipalRuns:
+		return ErrTooManyPrincipal
+	case s.lim.Bytes > 0 && total+b > s.lim.Bytes,
+		s.lim.SessionBytes > 0 && mine+b > s.lim.SessionBytes,
+		s.lim.PrincipalBytes > 0 && theirs+b > s.lim.PrincipalBytes:
 		return ErrTooManyBytes
 	}
 	return nil

@@ -62,16 +62,58 @@ func TestAcquireRules(t *testing.T) { // W3
 	}
 }
 
-func TestCap(t *testing.T) { // W5
-	s := New(time.Minute)
+func TestCap(t *testing.T) { // W5: the store's cap comes from its limits (DefaultRuns when unset)
+	for _, c := range []struct{ set, want int }{{0, DefaultRuns}, {5, 5}} {
+		s := NewWithLimits(time.Minute, Limits{Runs: c.set})
+		for i := 0; i < c.want; i++ {
+			sc := scope
+			sc.SessionKey = fmt.Sprint("s", i) // one session each: only the store's cap applies
+			if err := s.Put(NewID(), sc, &fakeRun{}, 1); err != nil {
+				t.Fatal(i, err)
+			}
+		}
+		if err := s.Put(NewID(), scope, &fakeRun{}, 1); !errors.Is(err, ErrTooMany) || err.Error() != "too many suspended code mode runs." {
+			t.Fatalf("%v", err)
+		}
+		s.Close()
+	}
+}
+
+// issue 18 item 5: with the shares the configuration gives by default (16 runs per session),
+// 5 sessions of one principal × 16 suspended runs all fit, the 17th of a session is refused
+// with a message naming the session's share, and a principal's share bounds all its sessions
+// while another principal still gets in.
+func TestSharesPerSessionAndPrincipal(t *testing.T) {
+	s := NewWithLimits(time.Minute, Limits{Runs: 1000, SessionRuns: 16, PrincipalRuns: 96})
 	defer s.Close()
-	for i := 0; i < MaxSuspended; i++ {
-		if err := s.Put(NewID(), scope, &fakeRun{}, 1); err != nil {
-			t.Fatal(i, err)
+	sess := func(p string, i int) api.RunContext {
+		return api.RunContext{Principal: p, AgentID: "a", SessionKey: fmt.Sprint(p, "/s", i)}
+	}
+	for i := range 5 {
+		for j := range 16 {
+			if err := s.Put(NewID(), sess("tenant", i), &fakeRun{}, 1); err != nil {
+				t.Fatalf("session %d run %d: %v", i, j, err)
+			}
+		}
+		if err := s.Put(NewID(), sess("tenant", i), &fakeRun{}, 1); !errors.Is(err, ErrTooManySession) {
+			t.Fatalf("17th run of session %d: %v", i, err)
 		}
 	}
-	if err := s.Put(NewID(), scope, &fakeRun{}, 1); !errors.Is(err, ErrTooMany) || err.Error() != "too many suspended code mode runs." {
-		t.Fatalf("%v", err)
+	// 80 of 96 used: one more session gets 16, the next is refused by the principal's share.
+	for range 16 {
+		if err := s.Put(NewID(), sess("tenant", 5), &fakeRun{}, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Put(NewID(), sess("tenant", 6), &fakeRun{}, 1); !errors.Is(err, ErrTooManyPrincipal) {
+		t.Fatalf("past the principal's share: %v", err)
+	}
+	if err := s.Put(NewID(), sess("other", 0), &fakeRun{}, 1); err != nil {
+		t.Fatalf("another principal: %v", err)
+	}
+	// Without a principal, the session key is the principal.
+	if got, want := Principal(api.RunContext{SessionKey: "k"}), Principal(api.RunContext{Principal: "k"}); got == want {
+		t.Fatalf("a session key and a principal of the same text must not share a share: %q", got)
 	}
 }
 

@@ -395,10 +395,10 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 func (r *Run) describeSyntax(vm *quickjs.VM, exc quickjs.Value) string {
 	if d, ok := r.describeThrown(vm, exc); ok && d.line > 0 && r.program != nil {
 		if e, ok := r.program.EndsEarly(d.line, d.col); ok {
-			return fmt.Sprintf("SyntaxError: %s (line %d:%d)", e.Msg, e.Line, e.Column)
+			return fmt.Sprintf("SyntaxError: %s (line %d:%d)", e.Msg, e.Line, e.Column) + r.program.SyntaxHint()
 		}
 	}
-	return r.describe(vm, exc)
+	return r.describe(vm, exc) + r.program.SyntaxHint()
 }
 
 // yieldLabel names a yield_control call in pendingToolCalls with the cell's reason, so the model

@@ -252,8 +252,12 @@
       const tools = create(null);
       const method = (name, fn) => defineProperty(tools, name, { value: fn, enumerable: false, writable: false, configurable: false });
       method('search', function search(query, options) {
-        const limit = options && typeof options === 'object' ? options.limit : undefined;
-        return askP('search', { query: S(query === undefined ? '' : query), limit: limit === undefined ? null : N(limit) });
+        const o = options && typeof options === 'object' ? options : {};
+        return askP('search', {
+          query: S(query === undefined ? '' : query),
+          limit: o.limit === undefined ? null : N(o.limit),
+          server: o.server === undefined ? null : S(o.server),
+        });
       });
       method('describe', function describe(id) {
         return askP('describe', { id: S(id) });

@@ -224,14 +224,16 @@ func testExportImport(t *testing.T) {
 		r, o := runCell(t, host, `
 			const t0 = Date.now();
 			const slow = tools.callValue("slow", {});
-			await new Promise((res) => setTimeout(res, 400));
-			return [await slow, Date.now() - t0 >= 390]`, lim)
+			await new Promise((res) => setTimeout(res, 1500));
+			return [await slow, Date.now() - t0 >= 1490]`, lim)
 		defer r.Close()
 		if o.Status != StatusWaiting {
 			t.Fatalf("%+v", o)
 		}
-		close(host.release) // the call settles on the host before the export
-		for !r.Ready() {
+		// The call settles on the host before the export, the timer (long enough for a loaded
+		// machine) after it: wait for the call itself, not for anything to be ready.
+		close(host.release)
+		for r.Running() > 0 || !r.Ready() {
 			<-r.Changed()
 		}
 		r2, st := moveRun(t, r, &fakeHost{}, lim)

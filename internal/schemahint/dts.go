@@ -154,7 +154,7 @@ declare namespace MCP {
    * Each result's call is the expression to call (e.g. "MCP.github.createIssue")
    * and input a compact input hint.
    */
-  function $search(query: string, options?: { limit?: number; server?: string }): Promise<Array<{ server: string; tool: string; call: string; description: string; input: string }>>;
+  function $search(query: string, options?: { limit?: number; server?: string }): Promise<Array<{ server: string; tool: string; call: string; description: string; input: string; why: string }>>;
 }
 `
 

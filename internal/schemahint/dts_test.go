@@ -385,7 +385,7 @@ func TestIndexDTS(t *testing.T) {
 	checkTS(t, "index", src)
 	for _, want := range []string{
 		"type McpToolResult = {",
-		"function $search(query: string, options?: { limit?: number; server?: string }): Promise<Array<{ server: string; tool: string; call: string; description: string; input: string }>>;",
+		"function $search(query: string, options?: { limit?: number; server?: string }): Promise<Array<{ server: string; tool: string; call: string; description: string; input: string; why: string }>>;",
 		"// Servers (2): github, chromeDevtools.",
 		"/** \"github\": 26 tools, declared in mcp/github.d.ts. */\ndeclare namespace MCP.github {",
 		"/** \"chrome-devtools\": 1 tool, declared in mcp/chrome-devtools.d.ts. */\ndeclare namespace MCP.chromeDevtools {",

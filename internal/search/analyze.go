@@ -26,7 +26,7 @@ const maxDescriptionBytes = 2048
 // maxQueryBytes the query: both are untrusted too.
 const (
 	maxFieldBytes = 512
-	maxQueryBytes = 1024
+	maxQueryBytes = 2048 // long task descriptions are queries too (issue 23 item 5)
 )
 
 // splitWords splits s into lowercase words. Anything that is not a letter or a
@@ -38,12 +38,24 @@ const (
 // short ("r2", "d1", "k8s", "3g", "ec2": these are names), and are split off
 // longer words ("base64" → base, 64; "oauth2" → oauth, 2).
 func splitWords(s string, out []string) []string {
-	start := -1
+	s = normalizeText(s)
+	start, class := -1, classSpaced
 	for i, r := range s {
 		if isAlnum(r) {
-			if start < 0 {
-				start = i
+			c := classSpaced
+			if r >= 0x0E00 && !knobs.noUnicode {
+				c = scriptClass(r)
 			}
+			if start < 0 {
+				start, class = i, c
+				continue
+			}
+			if c == class {
+				continue
+			}
+			// A change of script class ends a word: "adcode查询" → adcode, 查询.
+			out = splitCamel(s[start:i], out)
+			start, class = i, c
 			continue
 		}
 		if start >= 0 {
@@ -324,6 +336,18 @@ func analyzeWords(words []string, out []string) []string {
 }
 
 func appendTerm(out []string, w string) []string {
+	if !isASCII(w) {
+		if spaceless(w) {
+			return appendBigrams(out, w)
+		}
+		if f, folded := foldWord(w); folded {
+			// Not an English word: no stemming.
+			if stopwords[f] || utf8.RuneCountInString(f) == 1 {
+				return out
+			}
+			return append(out, f)
+		}
+	}
 	if stopwords[w] {
 		return out
 	}

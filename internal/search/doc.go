@@ -27,6 +27,16 @@
 //     scores half what the literal term would, and for each query term a tool
 //     keeps the best of the term and its synonyms (so synonyms never stack).
 //     When the catalog never uses the query's word, its synonyms count fully.
+//   - Unicode-aware analysis (script.go): NFKC, Latin diacritics folded, a
+//     script change ends a word, CJK/Hangul/Thai runs become character
+//     bigrams, English stemming only for ASCII words.
+//   - WordNet expansion of query words (expand.go, package wordnet): synonyms
+//     and derived forms of a word's frequent senses, weighted below the literal
+//     word, best-of with the hand-written synonyms.
+//   - Server evidence (Options.Servers, evidence.go): a BM25 index of servers'
+//     self-descriptions; a server matching the query lifts its matching tools.
+//   - Diversity for long queries (six or more distinct terms): each need of a
+//     task description gets tools; and an explanation per hit (Hit.Why).
 //   - Exact-name short-circuit: a query equal to a tool's name or id (case and
 //     separators ignored) ranks that tool first.
 //   - Deterministic order: by score, then by position in the catalog.

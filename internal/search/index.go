@@ -2,11 +2,11 @@ package search
 
 import (
 	"math"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/codemode-go/codemode/internal/search/wordnet"
 	"github.com/codemode-go/codemode/internal/textcut"
 )
 
@@ -37,6 +37,12 @@ type Hit struct {
 	ID    string
 	Doc   int // position in the docs given to NewIndex
 	Score float64
+	// Matched are the query words the tool matched, best first; a word matched
+	// through a synonym or WordNet reads "word≈term" (term as indexed).
+	Matched []string
+	// ServerMatch is set when the tool's server (Options.Servers) matched the
+	// query and lifted the tool.
+	ServerMatch bool
 }
 
 // Fields, in the order of the weights below.
@@ -66,6 +72,9 @@ const k1 = 1.2
 // (ablation_test.go); production code never changes them.
 var knobs struct {
 	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
+	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
+	noWordNet                                                  bool // issue 23: no WordNet expansion
+	noServers, noDiversity                                     bool // issue 23: no server evidence, no diversity
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
 
@@ -90,17 +99,25 @@ type Index struct {
 	terms map[string]*term
 	exact map[string][]int32 // normKey(name | id | group+name) → docs, in doc order
 	vocab map[string]uint8   // raw words of the corpus (vocabWord, vocabProse), for splitting compounds
-	pool  sync.Pool          // *scratch
+	// Server evidence (Options.Servers): an index of one document per server, and each doc's
+	// server there (-1: none).
+	servers *Index
+	group   []int32
+	pool    sync.Pool // *scratch
 }
 
 type scratch struct {
-	score   []float64
-	best    []float64
-	hit     []bool
-	touched []int32
-	cTouch  []int32
-	words   []string
-	terms   []string
+	score    []float64
+	best     []float64
+	hit      []bool
+	touched  []int32
+	cTouch   []int32
+	words    []string
+	terms    []string
+	exp      map[string][]expansion
+	concepts []concept
+	lemmas   []string
+	rel      []wordnet.Related
 }
 
 // NewIndex builds the index. Cost is linear in the text indexed (some tens of
@@ -241,6 +258,7 @@ func NewIndex(docs []Doc) *Index {
 			score: make([]float64, n),
 			best:  make([]float64, n),
 			hit:   make([]bool, n),
+			exp:   map[string][]expansion{},
 		}
 	}
 	return ix
@@ -344,24 +362,13 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 
 	s.words, s.terms = analyze(query, s.words, s.terms[:0])
 	s.terms = ix.expandUnknown(s.words, s.terms)
+	ix.expandWordNet(s)
+	s.concepts = ix.concepts(s)
 	s.touched = s.touched[:0]
-	for qi, qt := range s.terms {
-		if slices.Contains(s.terms[:qi], qt) {
-			continue // a repeated query word counts once
-		}
+	for _, c := range s.concepts {
 		s.cTouch = s.cTouch[:0]
-		sw := synonymWeight
-		if lit := ix.terms[qt]; lit != nil {
-			ix.scoreTerm(s, lit, 1)
-		} else {
-			// The catalog never uses the query's word: its synonyms are the
-			// catalog's words for the same thing.
-			sw = synonymAbsentWeight
-		}
-		for _, syn := range synonyms[qt] {
-			if tm := ix.terms[syn]; tm != nil && !knobs.noSynonyms {
-				ix.scoreTerm(s, tm, sw)
-			}
+		for _, a := range c.alts {
+			ix.scoreTerm(s, a.tm, a.w)
 		}
 		for _, d := range s.cTouch {
 			if !s.hit[d] {
@@ -372,6 +379,7 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 			s.best[d] = 0
 		}
 	}
+	lift := ix.serverLift(query, s)
 
 	top := make([]Hit, 0, min(limit, len(s.touched)+len(exact)))
 	isExact := func(d int32) bool {
@@ -394,13 +402,18 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 		}
 		top = append(top, ex...)
 	}
-	rest := min(limit, len(ix.docs)) - len(top)
+	want := limit
+	if len(s.concepts) >= diverseConcepts && !knobs.noDiversity {
+		want = max(3*limit, 30) // candidates for the diversity re-ranking
+	}
+	rest := min(want, len(ix.docs)) - len(top)
 	var ranked []Hit // the best `rest` hits so far, sorted once full
 	if rest > 0 {
 		ranked = make([]Hit, 0, rest)
 	}
 	for _, d := range s.touched {
 		sc := s.score[d]
+		sc += ix.liftOf(lift, int(d))
 		s.score[d] = 0
 		s.hit[d] = false
 		if rest == 0 || sc <= 0 || (keep != nil && !keep(int(d))) || (len(exact) > 0 && isExact(d)) {
@@ -425,10 +438,8 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 	if len(ranked) < rest {
 		sort.Slice(ranked, func(i, j int) bool { return better(ranked[i], ranked[j]) })
 	}
-	for i := range ranked {
-		ranked[i].ID = ix.docs[ranked[i].Doc].ID
-	}
-	return append(top, ranked...)
+	out := append(top, ranked...)
+	return ix.finish(s, out, lift, limit)
 }
 
 // better orders hits: higher score first, then lower doc position.
@@ -490,4 +501,48 @@ func leadSentence(desc string) string {
 		}
 	}
 	return desc
+}
+
+// Options are NewIndexWith's optional inputs.
+type Options struct {
+	// Servers describe the groups (MCP servers) of the documents: their text is
+	// evidence for their tools (issue 23 item 3).
+	Servers []Server
+}
+
+// Server is what one server (a Doc.Group) says about itself.
+type Server struct {
+	Group                                  string // the Doc.Group it describes
+	Name, Title, Description, Instructions string // untrusted; bounded when indexed
+}
+
+// NewIndexWith is NewIndex with options.
+func NewIndexWith(docs []Doc, opts Options) *Index {
+	ix := NewIndex(docs)
+	if len(opts.Servers) == 0 {
+		return ix
+	}
+	pos := map[string]int32{}
+	var sdocs []Doc
+	for _, sv := range opts.Servers {
+		if _, dup := pos[sv.Group]; dup || sv.Group == "" {
+			continue
+		}
+		pos[sv.Group] = int32(len(sdocs))
+		sdocs = append(sdocs, Doc{
+			ID: sv.Group, Name: sv.Group + " " + textcut.Prefix(sv.Name, maxFieldBytes),
+			Title:       textcut.Prefix(sv.Title, maxFieldBytes),
+			Description: textcut.Prefix(sv.Description, maxDescriptionBytes) + "\n" + textcut.Prefix(sv.Instructions, maxDescriptionBytes),
+		})
+	}
+	ix.servers = NewIndex(sdocs)
+	ix.group = make([]int32, len(docs))
+	for i, d := range docs {
+		g, ok := pos[d.Group]
+		if !ok {
+			g = -1
+		}
+		ix.group[i] = g
+	}
+	return ix
 }

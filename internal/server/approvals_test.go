@@ -51,7 +51,7 @@ func connectWith(t *testing.T, rec *recordTool, opts *mcp.ClientOptions, version
 	t.Helper()
 	cfg := config.Default()
 	cfg.Tools.CodeMode.TimeoutMs = 5000
-	cfg.Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "native:core:record", Prompt: "Record this value?", Fallback: fallback}}}
+	cfg.Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?", Fallback: fallback}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Tools: []*api.Tool{rec.tool()}})
@@ -100,7 +100,7 @@ func TestApprovalsThroughElicitation(t *testing.T) { // issue 11: serve asks the
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(asked) != 3 || !strings.Contains(asked[0], "Record this value?") || !strings.Contains(asked[0], "native:core:record") {
+			if len(asked) != 3 || !strings.Contains(asked[0], "Record this value?") || !strings.Contains(asked[0], "native:app:record") {
 				t.Fatalf("asked %q", asked)
 			}
 		})

@@ -25,16 +25,28 @@ type debugFlags struct {
 	transport bool
 }
 
-func debugFromEnv() debugFlags {
+// debugFromEnv reads the switches; a value it does not know is logged as a warning (it would
+// otherwise look like a switch that does nothing).
+func debugFromEnv(log *slog.Logger) debugFlags {
 	on := func(k string) bool {
 		v := strings.ToLower(os.Getenv(k))
 		return v != "" && v != "0" && v != "false"
 	}
-	return debugFlags{
+	d := debugFlags{
 		codeMode:  on("CODEMODE_DEBUG_CODE_MODE"),
-		payload:   os.Getenv("CODEMODE_DEBUG_MODEL_PAYLOAD"),
+		payload:   strings.TrimSpace(os.Getenv("CODEMODE_DEBUG_MODEL_PAYLOAD")),
 		transport: on("CODEMODE_DEBUG_MODEL_TRANSPORT"),
 	}
+	switch strings.ToLower(d.payload) {
+	case "", "0", "false", "off":
+		d.payload = ""
+	case "tools", "full-redacted":
+		d.payload = strings.ToLower(d.payload)
+	default:
+		log.Warn(`CODEMODE_DEBUG_MODEL_PAYLOAD is neither "tools" nor "full-redacted": ignored`, "value", clipString(d.payload, 64))
+		d.payload = ""
+	}
+	return d
 }
 
 func (d debugFlags) logSurface(log *slog.Logger, surf *codemode.Surface) {

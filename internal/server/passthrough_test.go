@@ -118,7 +118,7 @@ func gatewayClient(t *testing.T, entry string, mutate func(*config.Config), copt
 	t.Helper()
 	cfg := config.Default()
 	cfg.Workspace = t.TempDir()
-	cfg.MCP.Servers = map[string]config.MCPServer{"everything": {Command: "node", Args: []string{entry, "stdio"}, Enabled: true, TimeoutMs: 20000}}
+	cfg.MCP.Servers = map[string]config.MCPServer{"everything": {Command: "node", Args: []string{entry, "stdio"}, TimeoutMs: 20000}}
 	mutate(cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)

@@ -43,9 +43,10 @@ type Server struct {
 	wire    map[string]json.RawMessage // upstream definitions of the registered tools, by name
 	calls   atomic.Int64
 
-	sess    *sessions
-	metrics *metrics
-	debug   debugFlags
+	sess     *sessions
+	metrics  *metrics
+	debug    debugFlags
+	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
 }
 
 // Version is reported to clients in serverInfo.
@@ -70,11 +71,12 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{g: g, log: log, names: map[string]bool{}, wire: map[string]json.RawMessage{},
-		sess: newSessions(), debug: debugFromEnv()}
+		sess: newSessions(), debug: debugFromEnv(log)}
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
 		upstreams:      g.MCPStatus, admission: o.Admission,
+		store: storeSources(g),
 	})
 	var sdkLog *slog.Logger
 	if s.debug.transport {

@@ -87,7 +87,7 @@ func TestServeCodeMode(t *testing.T) { // §20 steps 4–8, 12–14 through a re
 		t.Fatalf("tools %v", names)
 	}
 	r := callExec(t, cs, "exec", map[string]any{"code": `return [ALL_TOOLS.filter(t => ["echo", "slow", "screenshot"].includes(t.name)).map(t => t.id), await tools.echo({a: 1})]`})
-	if r.Status != api.StatusCompleted || string(r.Value) != `[["native:core:echo","native:core:slow"],{"a":1}]` {
+	if r.Status != api.StatusCompleted || string(r.Value) != `[["native:app:echo","native:app:slow"],{"a":1}]` {
 		t.Fatalf("%+v %s", r, r.Value)
 	}
 	// A nested call that outlives the exec: waiting, then wait delivers it.

@@ -57,7 +57,19 @@ type Program struct {
 	JS string
 	// Source is the model's code as written.
 	Source string
-	pos    positionMapper
+	// OfferTypeScript says TypeScript is an enabled language: a JavaScript cell that does not
+	// compile and looks like TypeScript gets a hint to switch (SyntaxHint).
+	OfferTypeScript bool
+	pos             positionMapper
+}
+
+// SyntaxHint is appended to the syntax error of a cell that did not compile: for JavaScript
+// that carries TypeScript syntax, what to do instead; otherwise "".
+func (p *Program) SyntaxHint() string {
+	if p == nil || p.Language != JavaScript || !p.OfferTypeScript || !LooksLikeTypeScript(p.Source) {
+		return ""
+	}
+	return `; this looks like TypeScript: call exec again with "language": "typescript"`
 }
 
 // MapPosition maps a 1-based line:column in JS back to the model's code. ok is false for

@@ -89,7 +89,7 @@ func prepareTypeScript(code string, depth int) (*Program, error) {
 // diagnostic at an import/export keyword (a declaration is never valid in a function body) gets
 // the same message as in JavaScript (X4).
 func tsError(m api.Message, toCode func(l, c int) (int, int, bool), code string) error {
-	e := &Error{Msg: "exec: TypeScript: " + m.Text}
+	e := &Error{Msg: "SyntaxError: " + m.Text}
 	loc := m.Location
 	if loc == nil {
 		return e
@@ -97,7 +97,7 @@ func tsError(m api.Message, toCode func(l, c int) (int, int, bool), code string)
 	if loc.Line > strings.Count(code, "\n")+2 {
 		// On the wrapper's closing line: the diagnostic is about our `})`, not the model's code.
 		u := unfinished(code)
-		u.Msg = "exec: TypeScript: " + u.Msg
+		u.Msg = "SyntaxError: " + u.Msg
 		return u
 	}
 	byteCol := min(max(loc.Column, 0), len(loc.LineText))

@@ -95,7 +95,7 @@ func TestTypeScriptSyntaxErrors(t *testing.T) {
 				t.Fatalf("got a program: %q", p.JS)
 			}
 			e := asError(t, err)
-			if !strings.HasPrefix(e.Msg, "exec: TypeScript: ") || !strings.Contains(e.Msg, tt.msg) {
+			if !strings.HasPrefix(e.Msg, "SyntaxError: ") || !strings.Contains(e.Msg, tt.msg) {
 				t.Errorf("message %q, want a TypeScript diagnostic containing %q", e.Msg, tt.msg)
 			}
 			if tt.col == 0 { // only the line is pinned down

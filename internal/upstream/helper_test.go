@@ -95,7 +95,7 @@ func helperManager() {
 	exe, _ := os.Executable()
 	cfg := &config.Config{MCP: config.MCP{Servers: map[string]config.MCPServer{"helper": {
 		Command: exe, Env: map[string]string{"MCPUP_TEST_SERVER": "stdio", "GORACE": "atexit_sleep_ms=0"},
-		Enabled: true, TimeoutMs: 10000}}}}
+		TimeoutMs: 10000}}}}
 	m := New(context.Background(), cfg, nil)
 	_ = m.WaitReady(context.Background())
 	for _, t := range m.Tools() {
@@ -123,7 +123,7 @@ func helperConfig(t testing.TB, env map[string]string) config.MCPServer {
 	for k, v := range env {
 		e[k] = v
 	}
-	return config.MCPServer{Command: exe, Env: e, Enabled: true, TimeoutMs: 10000}
+	return config.MCPServer{Command: exe, Env: e, TimeoutMs: 10000}
 }
 
 // recorder is a slog.Handler that keeps records for assertions.
@@ -203,7 +203,7 @@ func (f *fixture) addInMemory(name string, srv *mcp.Server, timeoutMs int) {
 		timeoutMs = 10000
 	}
 	f.inmem[name] = srv
-	f.servers[name] = config.MCPServer{Command: "in-memory", Enabled: true, TimeoutMs: timeoutMs}
+	f.servers[name] = config.MCPServer{Command: "in-memory", TimeoutMs: timeoutMs}
 }
 
 func (f *fixture) start() *Manager {

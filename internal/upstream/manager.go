@@ -117,7 +117,7 @@ func newManager(ctx context.Context, cfg *config.Config, logger *slog.Logger, op
 	now := time.Now()
 	for _, name := range cfg.MCP.ServerNames() {
 		sc := cfg.MCP.Servers[name]
-		if !sc.Enabled {
+		if sc.Disabled {
 			m.status = append(m.status, ServerStatus{Name: name, State: StateStopped, Since: now})
 			continue
 		}

@@ -33,7 +33,7 @@ func TestRedactor(t *testing.T) {
 func TestURLCredentialsNeverInErrors(t *testing.T) { // status, logs and call errors
 	t.Parallel()
 	f := newFixture(t)
-	f.servers["down"] = config.MCPServer{URL: "http://user:hunter22@" + closedPort(t) + "/mcp?api_key=sk-live-secret", Enabled: true, TimeoutMs: 2000}
+	f.servers["down"] = config.MCPServer{URL: "http://user:hunter22@" + closedPort(t) + "/mcp?api_key=sk-live-secret", TimeoutMs: 2000}
 	m := f.startReady()
 	eventually(t, 5*time.Second, "a failure", func() bool { return statusOf(m, "down").LastError != "" })
 	_, err := m.ListResources(t.Context(), "down")
@@ -48,7 +48,7 @@ func TestToolsStayDuringReconnect(t *testing.T) { // MCP.<server>.<tool> stays d
 	t.Parallel()
 	hs := httpServer(t, orderedServer(), true, nil)
 	f := newFixture(t)
-	f.servers["web"] = config.MCPServer{URL: hs.URL, Enabled: true, TimeoutMs: 2000}
+	f.servers["web"] = config.MCPServer{URL: hs.URL, TimeoutMs: 2000}
 	m := f.startReady()
 	before := len(m.Tools())
 	hs.CloseClientConnections()

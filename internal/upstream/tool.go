@@ -113,6 +113,11 @@ pages:
 	if truncated {
 		s.log.Warn("MCP server offers too many tools; keeping the first ones", "kept", maxToolsPerServer)
 	}
+	if info := serverInfo(sess.cs.InitializeResult()); info != nil {
+		for _, t := range out {
+			t.Server = info // issue 23: server-level search evidence
+		}
+	}
 	kept := make(map[string]rawTool, len(out))
 	for _, t := range out {
 		if rt, ok := raws[t.Name]; ok {
@@ -294,4 +299,27 @@ func (c *callTool) validate(sc json.RawMessage) error {
 	default:
 		return fmt.Errorf("structuredContent: %w", err)
 	}
+}
+
+// Bounds on a server's self-description kept for search (issue 23): the index reads less still.
+const (
+	maxServerInfoField   = 512
+	maxServerDescription = 4 << 10
+)
+
+// serverInfo is the server's initialize self-description, bounded, or nil when it said nothing.
+func serverInfo(res *mcp.InitializeResult) *api.ServerInfo {
+	if res == nil {
+		return nil
+	}
+	info := &api.ServerInfo{Instructions: clip(res.Instructions, maxServerDescription)}
+	if si := res.ServerInfo; si != nil {
+		info.Name = clip(si.Name, maxServerInfoField)
+		info.Title = clip(si.Title, maxServerInfoField)
+		info.Description = clip(si.Description, maxServerDescription)
+	}
+	if *info == (api.ServerInfo{}) {
+		return nil
+	}
+	return info
 }

@@ -111,7 +111,7 @@ func TestToolsKeepServerKeyOrder(t *testing.T) {
 			t.Parallel()
 			hs := httpServer(t, orderedServer(), jsonResp, nil)
 			f := newFixture(t)
-			f.servers["web"] = config.MCPServer{URL: hs.URL, Enabled: true, TimeoutMs: 10000}
+			f.servers["web"] = config.MCPServer{URL: hs.URL, TimeoutMs: 10000}
 			m := f.startReady()
 			checkOrderedTools(t, m, "web")
 		})
@@ -236,8 +236,8 @@ func TestUnreachableServerDoesNotAffectOthers(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	f.addInMemory("good", orderedServer(), 0)
-	f.servers["down"] = config.MCPServer{URL: "http://" + closedPort(t) + "/mcp", Enabled: true, TimeoutMs: 2000}
-	f.servers["off"] = config.MCPServer{URL: "http://" + closedPort(t) + "/mcp", Enabled: false}
+	f.servers["down"] = config.MCPServer{URL: "http://" + closedPort(t) + "/mcp", TimeoutMs: 2000}
+	f.servers["off"] = config.MCPServer{URL: "http://" + closedPort(t) + "/mcp", Disabled: true}
 	m := f.startReady()
 	eventually(t, 5*time.Second, "down to fail", func() bool {
 		st := statusOf(m, "down")
@@ -271,7 +271,7 @@ func TestHTTPHeadersAndCall(t *testing.T) {
 	})
 	f := newFixture(t)
 	f.servers["web"] = config.MCPServer{URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer t0ken"},
-		Enabled: true, TimeoutMs: 10000}
+		TimeoutMs: 10000}
 	m := f.startReady()
 	if st := statusOf(m, "web"); st.State != StateReady {
 		t.Fatalf("status %+v", st)
@@ -285,7 +285,7 @@ func TestHTTPServerGoesAway(t *testing.T) {
 	t.Parallel()
 	hs := httpServer(t, orderedServer(), true, nil)
 	f := newFixture(t)
-	f.servers["web"] = config.MCPServer{URL: hs.URL, Enabled: true, TimeoutMs: 2000}
+	f.servers["web"] = config.MCPServer{URL: hs.URL, TimeoutMs: 2000}
 	m := f.startReady()
 	plain := tool(t, m, "web", "plain")
 	hs.CloseClientConnections()
@@ -366,7 +366,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	f.servers["helper"] = helperConfig(t, nil)
 	f.addInMemory("mem", orderedServer(), 0)
 	hs := httpServer(t, orderedServer(), false, nil)
-	f.servers["web"] = config.MCPServer{URL: hs.URL, Enabled: true, TimeoutMs: 10000}
+	f.servers["web"] = config.MCPServer{URL: hs.URL, TimeoutMs: 10000}
 	m := f.startReady()
 	for _, st := range m.Status() {
 		if st.State != StateReady {
@@ -543,7 +543,7 @@ func TestNPMServerEverythingStdio(t *testing.T) {
 	t.Parallel()
 	entry := npmEverything(t)
 	f := newFixture(t)
-	f.servers["everything"] = config.MCPServer{Command: "node", Args: []string{entry, "stdio"}, Enabled: true, TimeoutMs: 20000}
+	f.servers["everything"] = config.MCPServer{Command: "node", Args: []string{entry, "stdio"}, TimeoutMs: 20000}
 	m := f.startReady()
 	checkEverything(t, m)
 }
@@ -555,7 +555,7 @@ func TestNPMServerEverythingHTTP(t *testing.T) {
 	stop := startNode(t, entry, port)
 	defer stop()
 	f := newFixture(t)
-	f.servers["everything"] = config.MCPServer{URL: "http://127.0.0.1:" + port + "/mcp", Enabled: true, TimeoutMs: 20000}
+	f.servers["everything"] = config.MCPServer{URL: "http://127.0.0.1:" + port + "/mcp", TimeoutMs: 20000}
 	m := f.startReady()
 	checkEverything(t, m)
 	m.Close()
@@ -621,7 +621,7 @@ func TestListChangedOverLegacyHTTP(t *testing.T) {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return textResult("1"), nil })
 	hs := httpServer(t, srv, false, nil)
 	f := newFixture(t)
-	f.servers["legacy"] = config.MCPServer{URL: hs.URL, Enabled: true, TimeoutMs: 10000}
+	f.servers["legacy"] = config.MCPServer{URL: hs.URL, TimeoutMs: 10000}
 	m := f.startReady()
 	if s := tool(t, m, "legacy", "first").InputSchema; string(s) != `{"type":"object","properties":{"z":{},"a":{}}}` {
 		t.Errorf("schema %s", s)

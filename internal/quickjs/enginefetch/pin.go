@@ -1,7 +1,9 @@
-// Package enginefetch obtains the QuickJS WebAssembly module at run time, for binaries and
-// libraries built without it (`go install`, `go get`): it downloads the pinned npm tarball with
-// net/http, checks the pinned sha512 integrity of the whole tarball before reading any of it,
-// takes out package/quickjs.wasm, checks its pinned sha256 and caches it under the user cache
+// Package enginefetch obtains pinned npm artifacts at run time, for binaries and libraries built
+// without them (`go install`, `go get`): the QuickJS WebAssembly module, and (Options.Artifact)
+// anything derived deterministically from a pinned tarball, such as the search package's WordNet
+// index. It downloads the pinned npm tarball with net/http, checks the pinned sha512 integrity of
+// the whole tarball before reading any of it, takes out the members it needs (package/quickjs.wasm
+// by default), checks the pinned sha256 of what it produces and caches that under the user cache
 // directory. A cached copy is hashed again on every use, so a cache hit costs one sha256 and a
 // tampered file is never used.
 //

@@ -46,19 +46,33 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// extractWasm returns the content of package/quickjs.wasm from a gzipped npm tarball. Callers
+// extractWasm returns the content of package/quickjs.wasm from a gzipped npm tarball.
+func extractWasm(tgz []byte) ([]byte, error) {
+	m, err := extractMembers(tgz, []string{WasmEntry}, MaxWasmBytes)
+	if err != nil {
+		return nil, err
+	}
+	return m[WasmEntry], nil
+}
+
+// extractMembers returns the content of the named members of a gzipped npm tarball. Callers
 // verify the tarball's integrity first; the checks here are a second line, for a pin that is
 // wrong or a tarball that is hostile anyway: every member name must be a plain relative path, the
-// module must be one regular file within MaxWasmBytes, and the unpacked stream must stay within
-// MaxUnpackedBytes. Nothing is ever written to disk under a member's name.
-func extractWasm(tgz []byte) ([]byte, error) {
+// members must each be one regular file within maxEach bytes, every one must be present, and the
+// unpacked stream must stay within MaxUnpackedBytes. Nothing is ever written to disk under a
+// member's name.
+func extractMembers(tgz []byte, names []string, maxEach int64) (map[string][]byte, error) {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	got := make(map[string][]byte, len(names))
 	zr, err := gzip.NewReader(bytes.NewReader(tgz))
 	if err != nil {
 		return nil, fmt.Errorf("tarball is not gzip: %v", err)
 	}
 	zr.Multistream(false)
 	tr := tar.NewReader(&limitedReader{r: zr, n: maxUnpacked})
-	var wasm []byte
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -70,27 +84,30 @@ func extractWasm(tgz []byte) ([]byte, error) {
 		if name := strings.TrimSuffix(hdr.Name, "/"); !fs.ValidPath(name) || strings.Contains(name, `\`) {
 			return nil, fmt.Errorf("tarball member %q has an unsafe path", hdr.Name)
 		}
-		if hdr.Name != WasmEntry {
+		if !want[hdr.Name] {
 			continue
 		}
-		if wasm != nil {
-			return nil, fmt.Errorf("tarball has %s twice", WasmEntry)
+		if got[hdr.Name] != nil {
+			return nil, fmt.Errorf("tarball has %s twice", hdr.Name)
 		}
 		if hdr.Typeflag != tar.TypeReg {
-			return nil, fmt.Errorf("tarball member %s is not a regular file", WasmEntry)
+			return nil, fmt.Errorf("tarball member %s is not a regular file", hdr.Name)
 		}
-		if hdr.Size <= 0 || hdr.Size > MaxWasmBytes {
-			return nil, fmt.Errorf("tarball member %s has size %d (limit %d bytes)", WasmEntry, hdr.Size, MaxWasmBytes)
+		if hdr.Size <= 0 || hdr.Size > maxEach {
+			return nil, fmt.Errorf("tarball member %s has size %d (limit %d bytes)", hdr.Name, hdr.Size, maxEach)
 		}
-		wasm = make([]byte, hdr.Size)
-		if _, err := io.ReadFull(tr, wasm); err != nil {
+		b := make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, b); err != nil {
 			return nil, tarError(err)
 		}
+		got[hdr.Name] = b
 	}
-	if wasm == nil {
-		return nil, fmt.Errorf("tarball has no %s", WasmEntry)
+	for _, n := range names {
+		if got[n] == nil {
+			return nil, fmt.Errorf("tarball has no %s", n)
+		}
 	}
-	return wasm, nil
+	return got, nil
 }
 
 func tarError(err error) error {

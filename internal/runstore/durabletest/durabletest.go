@@ -47,6 +47,8 @@ func Run(t *testing.T, open Open) {
 		{"Caps", testCaps},
 		{"Results", testResults},
 		{"Heartbeat", testHeartbeat},
+		{"Renew", testRenew},
+		{"Unchanged", testUnchanged},
 		{"InvalidArguments", testInvalidArguments},
 		{"Hammer", testHammer},
 	}
@@ -115,7 +117,7 @@ func testLifecycle(t *testing.T, open Open) {
 	ok(t, a.Put(ctx, id, rec, time.Minute))
 	rec.Snapshot[0] = 99 // the store keeps its own copy
 
-	got, l, err := b.Acquire(ctx, id, Scope, "replica-b", time.Minute)
+	got, l, err := b.Acquire(ctx, id, Scope, "replica-b", time.Minute, "")
 	ok(t, err)
 	sameRecord(t, got, NewRecord(Scope, 4000, 1))
 	if l.RunID != id || l.Holder != "replica-b" || l.Token == "" || l.Scope != Scope {
@@ -125,18 +127,18 @@ func testLifecycle(t *testing.T, open Open) {
 	ok(t, b.Release(ctx, l, &next, nil, time.Minute))
 	next.Scope = Scope // Release keeps the stored scope
 
-	got, l, err = a.Acquire(ctx, id, Scope, "replica-a", time.Minute)
+	got, l, err = a.Acquire(ctx, id, Scope, "replica-a", time.Minute, "")
 	ok(t, err)
 	sameRecord(t, got, next)
 	ok(t, a.Release(ctx, l, nil, nil, time.Minute)) // nil: keep the record
-	got, l, err = b.Acquire(ctx, id, Scope, "replica-b", time.Minute)
+	got, l, err = b.Acquire(ctx, id, Scope, "replica-b", time.Minute, "")
 	ok(t, err)
 	sameRecord(t, got, next)
 	if u := usage(t, a); u.Runs != 1 || u.Bytes < int64(next.Size()) {
 		t.Fatalf("usage %+v with one run of %d bytes", u, next.Size())
 	}
 	ok(t, b.Delete(ctx, l))
-	_, _, err = a.Acquire(ctx, id, Scope, "replica-a", time.Minute)
+	_, _, err = a.Acquire(ctx, id, Scope, "replica-a", time.Minute, "")
 	is(t, err, runstore.ErrUnavailable)
 	ok(t, b.Delete(ctx, l)) // gone already: not an error
 	if u := usage(t, a); u != (runstore.Usage{}) {
@@ -166,14 +168,14 @@ func testScope(t *testing.T, open Open) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, _, err := b.Acquire(ctx, c.id, c.scope, "h", time.Minute)
+			_, _, err := b.Acquire(ctx, c.id, c.scope, "h", time.Minute, "")
 			is(t, err, c.want)
 			is(t, b.AddResult(ctx, c.id, c.scope, "call-1", []byte("x")), c.want)
 		})
 	}
 	// Sender and channel are not part of the check; an unknown run id on the caller's side is
 	// accepted (the stored one is returned).
-	_, l, err := b.Acquire(ctx, id, with(func(s *api.RunContext) { s.RunID, s.SenderID, s.Channel = "", "x", "y" }), "h", time.Minute)
+	_, l, err := b.Acquire(ctx, id, with(func(s *api.RunContext) { s.RunID, s.SenderID, s.Channel = "", "x", "y" }), "h", time.Minute, "")
 	ok(t, err)
 	if l.Scope != Scope {
 		t.Fatalf("lease scope %+v", l.Scope)
@@ -194,12 +196,12 @@ func testPutReplace(t *testing.T, open Open) {
 	otherRun.RunID = "run-2"
 	is(t, b.Put(ctx, id, NewRecord(otherRun, 100, 2), time.Minute), runstore.ErrWrongRun)
 	ok(t, b.Put(ctx, id, NewRecord(Scope, 200, 3), time.Minute))
-	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	ok(t, err)
 	is(t, b.Put(ctx, id, NewRecord(Scope, 100, 4), time.Minute), runstore.ErrBusy)
 	got, _, err := func() (runstore.Record, runstore.Lease, error) {
 		ok(t, a.Release(ctx, l, nil, nil, time.Minute))
-		return b.Acquire(ctx, id, Scope, "h", time.Minute)
+		return b.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	}()
 	ok(t, err)
 	sameRecord(t, got, NewRecord(Scope, 200, 3))
@@ -226,7 +228,7 @@ func testLeaseExclusive(t *testing.T, open Open) {
 					s = b
 				}
 				<-start
-				_, l, err := s.Acquire(ctx, id, Scope, fmt.Sprintf("g%d", g), time.Minute)
+				_, l, err := s.Acquire(ctx, id, Scope, fmt.Sprintf("g%d", g), time.Minute, "")
 				switch {
 				case err == nil:
 					wins.Add(1)
@@ -252,12 +254,12 @@ func testLeaseExpiry(t *testing.T, open Open) {
 	ctx := t.Context()
 	id := runstore.NewID()
 	ok(t, a.Put(ctx, id, NewRecord(Scope, 1000, 1), time.Minute))
-	_, slow, err := a.Acquire(ctx, id, Scope, "slow", 100*time.Millisecond)
+	_, slow, err := a.Acquire(ctx, id, Scope, "slow", 100*time.Millisecond, "")
 	ok(t, err)
 	var fresh runstore.Lease
 	eventually(t, "another holder gets in after the lease expires", func() bool {
 		var err error
-		_, fresh, err = b.Acquire(ctx, id, Scope, "fresh", time.Minute)
+		_, fresh, err = b.Acquire(ctx, id, Scope, "fresh", time.Minute, "")
 		if err != nil && !errors.Is(err, runstore.ErrBusy) {
 			t.Fatal(err)
 		}
@@ -270,7 +272,7 @@ func testLeaseExpiry(t *testing.T, open Open) {
 	is(t, err, runstore.ErrLeaseLost)
 	newer := NewRecord(Scope, 1000, 2)
 	ok(t, b.Release(ctx, fresh, &newer, nil, time.Minute))
-	got, _, err := a.Acquire(ctx, id, Scope, "a", time.Minute)
+	got, _, err := a.Acquire(ctx, id, Scope, "a", time.Minute, "")
 	ok(t, err)
 	sameRecord(t, got, newer)
 }
@@ -282,7 +284,7 @@ func testTTLExpiry(t *testing.T, open Open) {
 	id := runstore.NewID()
 	ok(t, a.Put(ctx, id, NewRecord(Scope, 1000, 1), time.Minute))
 	ok(t, a.AddResult(ctx, id, Scope, "call-1", []byte("result")))
-	_, l, err := b.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, l, err := b.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	ok(t, err)
 	ok(t, b.Release(ctx, l, nil, nil, 150*time.Millisecond))
 	eventually(t, "the run expires", func() bool {
@@ -292,7 +294,7 @@ func testTTLExpiry(t *testing.T, open Open) {
 		}
 		return err != nil
 	})
-	_, _, err = a.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, _, err = a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	is(t, err, runstore.ErrUnavailable)
 	is(t, a.AddResult(ctx, id, Scope, "call-2", nil), runstore.ErrUnavailable)
 	if u := usage(t, b); u != (runstore.Usage{}) {
@@ -306,7 +308,7 @@ func testHeldRunOutlivesTTL(t *testing.T, open Open) {
 	ctx := t.Context()
 	id := runstore.NewID()
 	ok(t, a.Put(ctx, id, NewRecord(Scope, 100, 1), 50*time.Millisecond))
-	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	if errors.Is(err, runstore.ErrUnavailable) {
 		t.Skip("the machine is too slow to acquire within 50ms")
 	}
@@ -338,7 +340,7 @@ func testCancel(t *testing.T, open Open) {
 	if done {
 		t.Fatal("Cancel of an unknown run reported true")
 	}
-	_, _, err = a.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, _, err = a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	is(t, err, runstore.ErrCancelled)
 	is(t, a.Put(ctx, id, NewRecord(Scope, 1000, 1), time.Minute), runstore.ErrCancelled)
 	is(t, a.AddResult(ctx, id, Scope, "call-1", []byte("x")), runstore.ErrCancelled)
@@ -355,7 +357,7 @@ func testCancelWhileHeld(t *testing.T, open Open) {
 	ctx := t.Context()
 	id := runstore.NewID()
 	ok(t, a.Put(ctx, id, NewRecord(Scope, 1000, 1), time.Minute))
-	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	ok(t, err)
 	_, err = b.Cancel(ctx, id)
 	ok(t, err)
@@ -364,7 +366,7 @@ func testCancelWhileHeld(t *testing.T, open Open) {
 	_, err = a.Results(ctx, l)
 	is(t, err, runstore.ErrCancelled)
 	ok(t, a.Delete(ctx, l))
-	_, _, err = b.Acquire(ctx, id, Scope, "h", time.Minute)
+	_, _, err = b.Acquire(ctx, id, Scope, "h", time.Minute, "")
 	is(t, err, runstore.ErrCancelled)
 	if u := usage(t, a); u != (runstore.Usage{}) {
 		t.Fatalf("usage after cancel %+v", u)
@@ -387,10 +389,10 @@ func testCancelSession(t *testing.T, open Open) {
 		t.Fatalf("CancelSession = %d, want 2", n)
 	}
 	for _, id := range ids[:2] {
-		_, _, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+		_, _, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 		is(t, err, runstore.ErrCancelled)
 	}
-	_, l, err := a.Acquire(ctx, ids[2], other, "h", time.Minute)
+	_, l, err := a.Acquire(ctx, ids[2], other, "h", time.Minute, "")
 	ok(t, err)
 	ok(t, a.Delete(ctx, l))
 	n, err = b.CancelSession(ctx, Scope.SessionKey)
@@ -431,13 +433,37 @@ func testCaps(t *testing.T, open Open) {
 		first := runstore.NewID()
 		ok(t, a.Put(ctx, first, NewRecord(Scope, 100, 1), time.Minute))
 		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(Scope, 100, 1), time.Minute))
-		is(t, b.Put(ctx, runstore.NewID(), NewRecord(Scope, 100, 1), time.Minute), runstore.ErrTooMany)
+		is(t, b.Put(ctx, runstore.NewID(), NewRecord(Scope, 100, 1), time.Minute), runstore.ErrTooManySession)
 		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(sess("other"), 100, 1), time.Minute))
 		ok(t, b.Put(ctx, first, NewRecord(Scope, 100, 2), time.Minute)) // replacing is not a new run
-		_, l, err := a.Acquire(ctx, first, Scope, "h", time.Minute)
+		_, l, err := a.Acquire(ctx, first, Scope, "h", time.Minute, "")
 		ok(t, err)
 		ok(t, a.Delete(ctx, l))
 		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(Scope, 100, 1), time.Minute))
+	})
+	// issue 20 item 2, issue 18 item 5: a principal's share bounds all its sessions together;
+	// another principal, and a scope without one (its session key is its principal), get in.
+	t.Run("principal runs and bytes", func(t *testing.T) {
+		a, b := open(t, runstore.Limits{PrincipalRuns: 3, PrincipalBytes: 100000})
+		ctx := t.Context()
+		of := func(p, k string) api.RunContext { s := Scope; s.Principal, s.SessionKey = p, k; return s }
+		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "1"), 100, 1), time.Minute))
+		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "2"), 100, 1), time.Minute))
+		last := runstore.NewID()
+		ok(t, a.Put(ctx, last, NewRecord(of("tenant", "3"), 100, 1), time.Minute))
+		is(t, b.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "4"), 100, 1), time.Minute), runstore.ErrTooManyPrincipal)
+		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(of("other", "4"), 100, 1), time.Minute))
+		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(of("", "tenant"), 100, 1), time.Minute))
+		_, l, err := a.Acquire(ctx, last, of("tenant", "3"), "h", time.Minute, "")
+		ok(t, err)
+		ok(t, a.Delete(ctx, l))
+		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "4"), 100, 1), time.Minute))
+
+		a, b = open(t, runstore.Limits{PrincipalBytes: 2600})
+		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "1"), 1000, 1), time.Minute))
+		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "2"), 1000, 1), time.Minute))
+		is(t, b.Put(ctx, runstore.NewID(), NewRecord(of("tenant", "3"), 1000, 1), time.Minute), runstore.ErrTooManyBytes)
+		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(of("other", "3"), 1000, 1), time.Minute))
 	})
 	t.Run("bytes", func(t *testing.T) {
 		a, b := open(t, runstore.Limits{Bytes: 2600})
@@ -448,7 +474,7 @@ func testCaps(t *testing.T, open Open) {
 		is(t, b.Put(ctx, runstore.NewID(), NewRecord(sess("3"), 1000, 1), time.Minute), runstore.ErrTooManyBytes)
 		is(t, b.AddResult(ctx, first, sess("1"), "call-1", make([]byte, 1000)), runstore.ErrTooManyBytes)
 		// Growing a run past the limit fails and keeps the old record and the lease.
-		_, l, err := a.Acquire(ctx, first, sess("1"), "h", time.Minute)
+		_, l, err := a.Acquire(ctx, first, sess("1"), "h", time.Minute, "")
 		ok(t, err)
 		big := NewRecord(sess("1"), 2000, 9)
 		is(t, a.Release(ctx, l, &big, nil, time.Minute), runstore.ErrTooManyBytes)
@@ -473,7 +499,7 @@ func testCaps(t *testing.T, open Open) {
 		ok(t, a.Put(ctx, id, NewRecord(Scope, 1000, 1), time.Minute))
 		is(t, a.AddResult(ctx, id, Scope, "call-1", make([]byte, 101)), runstore.ErrResultTooLarge)
 		ok(t, a.AddResult(ctx, id, Scope, "call-1", make([]byte, 100)))
-		_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+		_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 		ok(t, err)
 		big := NewRecord(Scope, 1001, 2)
 		is(t, a.Release(ctx, l, &big, nil, time.Minute), runstore.ErrRecordTooLarge)
@@ -488,7 +514,7 @@ func testCaps(t *testing.T, open Open) {
 		ok(t, b.AddResult(ctx, id, Scope, "call-2", []byte("2")))
 		is(t, b.AddResult(ctx, id, Scope, "call-3", []byte("3")), runstore.ErrTooManyResults)
 		ok(t, b.AddResult(ctx, id, Scope, "call-1", []byte("one"))) // replacing is not a new result
-		_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute)
+		_, l, err := a.Acquire(ctx, id, Scope, "h", time.Minute, "")
 		ok(t, err)
 		ok(t, a.Release(ctx, l, nil, []string{"call-1"}, time.Minute))
 		ok(t, b.AddResult(ctx, id, Scope, "call-3", []byte("3")))
@@ -506,7 +532,7 @@ func testResults(t *testing.T, open Open) {
 	ok(t, a.AddResult(ctx, id, Scope, "call-empty", nil))
 	is(t, a.AddResult(ctx, runstore.NewID(), Scope, "call-1", []byte("x")), runstore.ErrUnavailable)
 
-	_, l, err := b.Acquire(ctx, id, Scope, "b", time.Minute)
+	_, l, err := b.Acquire(ctx, id, Scope, "b", time.Minute, "")
 	ok(t, err)
 	res, err := b.Results(ctx, l)
 	ok(t, err)
@@ -523,7 +549,7 @@ func testResults(t *testing.T, open Open) {
 		t.Fatalf("delivered results still counted: %d → %d bytes", before.Bytes, after.Bytes)
 	}
 	ok(t, a.AddResult(ctx, id, Scope, "call-3", []byte(`{"ok":3}`)))
-	_, l, err = a.Acquire(ctx, id, Scope, "a", time.Minute)
+	_, l, err = a.Acquire(ctx, id, Scope, "a", time.Minute, "")
 	ok(t, err)
 	res, err = a.Results(ctx, l)
 	ok(t, err)
@@ -569,9 +595,9 @@ func testInvalidArguments(t *testing.T, open Open) {
 	if err := a.Put(ctx, "run_x", rec, 0); err == nil {
 		t.Fatal("Put with ttl 0")
 	}
-	_, _, err := a.Acquire(ctx, "run_x", Scope, "", time.Minute)
+	_, _, err := a.Acquire(ctx, "run_x", Scope, "", time.Minute, "")
 	is(t, err, runstore.ErrInvalidID)
-	if _, _, err := a.Acquire(ctx, "run_x", Scope, "h", 0); err == nil {
+	if _, _, err := a.Acquire(ctx, "run_x", Scope, "h", 0, ""); err == nil {
 		t.Fatal("Acquire with lease 0")
 	}
 	is(t, a.AddResult(ctx, "run_x", Scope, "", nil), runstore.ErrInvalidID)
@@ -580,7 +606,7 @@ func testInvalidArguments(t *testing.T, open Open) {
 	// A cancelled context is a store error, never a verdict about the run.
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, _, err = a.Acquire(cctx, "run_x", Scope, "h", time.Minute)
+	_, _, err = a.Acquire(cctx, "run_x", Scope, "h", time.Minute, "")
 	if !runstore.IsStoreError(err) {
 		t.Fatalf("Acquire with a cancelled context: %v", err)
 	}
@@ -609,7 +635,7 @@ func testHammer(t *testing.T, open Open) {
 					return
 				}
 				_ = o.AddResult(ctx, id, sc, "c", []byte("r"))
-				_, l, err := o.Acquire(ctx, id, sc, "h", time.Minute)
+				_, l, err := o.Acquire(ctx, id, sc, "h", time.Minute, "")
 				if err == nil {
 					if i%2 == 0 {
 						rec := NewRecord(sc, 400, byte(i))
@@ -634,5 +660,71 @@ func testHammer(t *testing.T, open Open) {
 	}
 	if u := usage(t, b); u != (runstore.Usage{}) {
 		t.Fatalf("usage after everything was cancelled: %+v", u)
+	}
+}
+
+// issue 20 item 3: a lease that is renewed stays held past its first expiry; a busy run says
+// how long until the lease runs out; a holder that stops renewing loses the run a lease later.
+func testRenew(t *testing.T, open Open) {
+	a, b := open(t, runstore.Limits{})
+	ctx := t.Context()
+	id := runstore.NewID()
+	ok(t, a.Put(ctx, id, NewRecord(Scope, 500, 1), time.Minute))
+	const lease = 300 * time.Millisecond
+	_, l, err := a.Acquire(ctx, id, Scope, "holder", lease, "")
+	ok(t, err)
+	_, _, err = b.Acquire(ctx, id, Scope, "other", lease, "")
+	is(t, err, runstore.ErrBusy)
+	if d := runstore.RetryAfter(err); d <= 0 || d > lease {
+		t.Fatalf("retry after %v, want (0, %v]", d, lease)
+	}
+	deadline := time.Now().Add(3 * lease)
+	for time.Now().Before(deadline) {
+		ok(t, a.Renew(ctx, l, lease))
+		_, _, err := b.Acquire(ctx, id, Scope, "other", lease, "")
+		is(t, err, runstore.ErrBusy)
+		time.Sleep(lease / 4)
+	}
+	// Stop renewing: the other holder gets in, and the first one's renewal fails.
+	eventually(t, "takeover after the lease", func() bool {
+		_, _, err := b.Acquire(ctx, id, Scope, "other", time.Minute, "")
+		if err != nil && !errors.Is(err, runstore.ErrBusy) {
+			t.Fatal(err)
+		}
+		return err == nil
+	})
+	is(t, a.Renew(ctx, l, lease), runstore.ErrLeaseLost)
+}
+
+// issue 20 item 5: Acquire sends the record only when the caller does not hold its version.
+func testUnchanged(t *testing.T, open Open) {
+	a, b := open(t, runstore.Limits{})
+	ctx := t.Context()
+	id := runstore.NewID()
+	rec := NewRecord(Scope, 2000, 1)
+	rec.Version = "v1"
+	ok(t, a.Put(ctx, id, rec, time.Minute))
+	got, l, err := b.Acquire(ctx, id, Scope, "h", time.Minute, "v1")
+	ok(t, err)
+	if !got.Unchanged || len(got.Snapshot) != 0 || len(got.State) != 0 || got.Version != "v1" || got.Scope != Scope || l.Scope != Scope {
+		t.Fatalf("unchanged acquire: %+v lease %+v", got, l)
+	}
+	next := NewRecord(Scope, 2000, 2)
+	next.Version = "v2"
+	ok(t, b.Release(ctx, l, &next, nil, time.Minute))
+	got, l, err = a.Acquire(ctx, id, Scope, "h", time.Minute, "v1")
+	ok(t, err)
+	if got.Unchanged || got.Version != "v2" {
+		t.Fatalf("stale holder got %+v", got)
+	}
+	sameRecord(t, got, next)
+	ok(t, a.Release(ctx, l, nil, nil, time.Minute))
+	// A scope without a run id still comes back whole (the stored one).
+	noRun := Scope
+	noRun.RunID = ""
+	got, _, err = a.Acquire(ctx, id, noRun, "h", time.Minute, "v2")
+	ok(t, err)
+	if !got.Unchanged || got.Scope != Scope {
+		t.Fatalf("unchanged acquire without run id: %+v", got)
 	}
 }

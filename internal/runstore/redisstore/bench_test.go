@@ -47,7 +47,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		n := i % len(ids)
-		rec, l, err := s.Acquire(b.Context(), ids[n], recs[n].Scope, "bench", time.Minute)
+		rec, l, err := s.Acquire(b.Context(), ids[n], recs[n].Scope, "bench", time.Minute, "")
 		if err != nil {
 			b.Fatal(err)
 		}

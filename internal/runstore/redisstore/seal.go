@@ -82,13 +82,15 @@ func writeParts(h hash.Hash, label string, parts ...string) {
 	}
 }
 
-// scopeDigests are the stored forms of a scope: sc covers agent, session key and session id
-// (W3's "same session" rule), r the run id (empty when unknown), sess the session key alone
-// (the index CancelSession walks).
-type scopeDigests struct{ sc, r, sess string }
+// scopeDigests are the stored forms of a scope: sc covers agent, session key, session id and
+// principal (W3's "same session" rule), r the run id (empty when unknown), sess the session key
+// alone (the index CancelSession walks) and prin the principal the limits count it against
+// (runstore.Principal; it also picks the accounting shard).
+type scopeDigests struct{ sc, r, sess, prin string }
 
 func (k *keyring) scope(s api.RunContext) scopeDigests {
-	d := scopeDigests{sc: k.digest("scope", s.AgentID, s.SessionKey, s.SessionID), sess: k.digest("session", s.SessionKey)}
+	d := scopeDigests{sc: k.digest("scope", s.AgentID, s.SessionKey, s.SessionID, s.Principal), sess: k.digest("session", s.SessionKey),
+		prin: k.digest("principal", runstore.Principal(s))}
 	if s.RunID != "" {
 		d.r = k.digest("run", s.RunID)
 	}
@@ -183,4 +185,24 @@ func decodeRecord(b []byte) (runstore.Record, error) {
 		rec.Snapshot = nil
 	}
 	return rec, nil
+}
+
+// scopeAAD binds a run's sealed scope (returned by an Acquire whose caller holds the current
+// version) to the run and its stored scope, like the record.
+func (k *keyring) scopeAAD(id string, d scopeDigests) []byte {
+	return appendParts(nil, "codemode runstore scope v1", id, k.keyID, d.sc, d.r)
+}
+
+func encodeScope(s api.RunContext) []byte {
+	b, _ := json.Marshal(s) // plain strings and bools: cannot fail
+	return b
+}
+
+func decodeScope(b []byte) (api.RunContext, error) {
+	var s api.RunContext
+	if len(b) > maxScopeJSON {
+		return s, errors.New("scope too large")
+	}
+	err := json.Unmarshal(b, &s)
+	return s, err
 }

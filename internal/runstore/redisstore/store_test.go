@@ -67,44 +67,44 @@ func TestTampering(t *testing.T) {
 		as     func(id, otherID string) (string, bool) // which run to acquire, and as the other scope
 	}{
 		{"flipped ciphertext byte", func(ctx context.Context, p, id, _ string) error {
-			b, err := rdb.HGet(ctx, p+"run:"+id, "rec").Bytes()
+			b, err := rdb.HGet(ctx, rk(p, id), "rec").Bytes()
 			if err != nil {
 				return err
 			}
 			b[len(b)/2] ^= 1
-			return rdb.HSet(ctx, p+"run:"+id, "rec", b).Err()
+			return rdb.HSet(ctx, rk(p, id), "rec", b).Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
 		{"truncated record", func(ctx context.Context, p, id, _ string) error {
-			b, err := rdb.HGet(ctx, p+"run:"+id, "rec").Bytes()
+			b, err := rdb.HGet(ctx, rk(p, id), "rec").Bytes()
 			if err != nil {
 				return err
 			}
-			return rdb.HSet(ctx, p+"run:"+id, "rec", b[:len(b)-20]).Err()
+			return rdb.HSet(ctx, rk(p, id), "rec", b[:len(b)-20]).Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
 		{"empty record", func(ctx context.Context, p, id, _ string) error {
-			return rdb.HSet(ctx, p+"run:"+id, "rec", "").Err()
+			return rdb.HSet(ctx, rk(p, id), "rec", "").Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
 		{"record field deleted", func(ctx context.Context, p, id, _ string) error {
-			return rdb.HDel(ctx, p+"run:"+id, "rec").Err()
+			return rdb.HDel(ctx, rk(p, id), "rec").Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
 		{"record copied to another run id", func(ctx context.Context, p, id, otherID string) error {
-			return rdb.Copy(ctx, p+"run:"+id, p+"run:"+otherID, 0, true).Err()
+			return rdb.Copy(ctx, rk(p, id), rk(p, otherID), 0, true).Err()
 		}, func(_, otherID string) (string, bool) { return otherID, false }},
 		{"record moved to another scope", func(ctx context.Context, p, id, otherID string) error {
 			// Give run id the stored scope of the other session's run: its digests match the
 			// other scope now, but the record was sealed for the first.
-			o, err := rdb.HMGet(ctx, p+"run:"+otherID, "sc", "r", "sess").Result()
+			o, err := rdb.HMGet(ctx, rk(p, otherID), "sc", "r", "sess").Result()
 			if err != nil {
 				return err
 			}
-			return rdb.HSet(ctx, p+"run:"+id, "sc", o[0], "r", o[1], "sess", o[2]).Err()
+			return rdb.HSet(ctx, rk(p, id), "sc", o[0], "r", o[1], "sess", o[2]).Err()
 		}, func(id, _ string) (string, bool) { return id, true }},
 		{"other run's record swapped in", func(ctx context.Context, p, id, otherID string) error {
-			b, err := rdb.HGet(ctx, p+"run:"+otherID, "rec").Bytes()
+			b, err := rdb.HGet(ctx, rk(p, otherID), "rec").Bytes()
 			if err != nil {
 				return err
 			}
-			return rdb.HSet(ctx, p+"run:"+id, "rec", b).Err()
+			return rdb.HSet(ctx, rk(p, id), "rec", b).Err()
 		}, func(id, _ string) (string, bool) { return id, false }},
 	}
 	for _, c := range cases {
@@ -130,7 +130,7 @@ func TestTampering(t *testing.T) {
 				sc = other
 			}
 			for range 2 { // the second time proves the lease was let go
-				_, _, err := s.Acquire(ctx, target, sc, "h", time.Minute)
+				_, _, err := s.Acquire(ctx, target, sc, "h", time.Minute, "")
 				if !errors.Is(err, runstore.ErrTampered) || err.Error() != "code mode run record failed authentication (tampered or moved to another scope)." {
 					t.Fatalf("Acquire: %v", err)
 				}
@@ -156,14 +156,14 @@ func TestTamperedResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	// One call's result filed under another call id.
-	b, err := rdb.HGet(ctx, p+"res:"+id, "call-1").Bytes()
+	b, err := rdb.HGet(ctx, resk(p, id), "call-1").Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.HSet(ctx, p+"res:"+id, "call-2", b).Err(); err != nil {
+	if err := rdb.HSet(ctx, resk(p, id), "call-2", b).Err(); err != nil {
 		t.Fatal(err)
 	}
-	_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute)
+	_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestWrongKey(t *testing.T) {
 	if err := a.Put(ctx, id, durabletest.NewRecord(scope, 100, 1), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := b.Acquire(ctx, id, scope, "h", time.Minute)
+	_, _, err := b.Acquire(ctx, id, scope, "h", time.Minute, "")
 	if !errors.Is(err, runstore.ErrWrongKey) {
 		t.Fatalf("Acquire with another key: %v", err)
 	}
@@ -193,7 +193,7 @@ func TestWrongKey(t *testing.T) {
 	if err := b.Put(ctx, id, durabletest.NewRecord(scope, 100, 1), time.Minute); !errors.Is(err, runstore.ErrWrongKey) {
 		t.Fatalf("Put over a run sealed with another key: %v", err)
 	}
-	if _, l, err := a.Acquire(ctx, id, scope, "h", time.Minute); err != nil {
+	if _, l, err := a.Acquire(ctx, id, scope, "h", time.Minute, ""); err != nil {
 		t.Fatalf("the right key: %v", err)
 	} else if err := a.Delete(ctx, l); err != nil {
 		t.Fatal(err)
@@ -250,7 +250,7 @@ func TestRedisDown(t *testing.T) {
 	if err := s.Put(ctx, id, durabletest.NewRecord(scope, 1000, 1), time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute)
+	_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nothing persisted (the test instance has no persistence), but the store works again.
-	_, _, err = s.Acquire(ctx, id, scope, "h", time.Minute)
+	_, _, err = s.Acquire(ctx, id, scope, "h", time.Minute, "")
 	if !errors.Is(err, runstore.ErrUnavailable) {
 		t.Fatalf("Acquire after restart: %v", err)
 	}
@@ -279,7 +279,7 @@ func TestRedisDown(t *testing.T) {
 	if err := s.Put(ctx, id, durabletest.NewRecord(scope, 1000, 1), time.Minute); err != nil {
 		t.Fatalf("Put after restart: %v", err)
 	}
-	if _, l, err := s.Acquire(ctx, id, scope, "h", time.Minute); err != nil {
+	if _, l, err := s.Acquire(ctx, id, scope, "h", time.Minute, ""); err != nil {
 		t.Fatalf("Acquire after restart: %v", err)
 	} else if err := s.Delete(ctx, l); err != nil {
 		t.Fatal(err)
@@ -295,7 +295,7 @@ func allCalls(ctx context.Context, s *Store, id string, l runstore.Lease) func(f
 	}{
 		{"Ping", func() error { return s.Ping(ctx) }},
 		{"Put", func() error { return s.Put(ctx, runstore.NewID(), rec, time.Minute) }},
-		{"Acquire", func() error { _, _, err := s.Acquire(ctx, id, scope, "h", time.Minute); return err }},
+		{"Acquire", func() error { _, _, err := s.Acquire(ctx, id, scope, "h", time.Minute, ""); return err }},
 		{"Release", func() error { return s.Release(ctx, l, &rec, nil, time.Minute) }},
 		{"Delete", func() error { return s.Delete(ctx, l) }},
 		{"Cancel", func() error { _, err := s.Cancel(ctx, id); return err }},
@@ -331,7 +331,7 @@ func TestRedisStalled(t *testing.T) {
 	srv.Pause()
 	start := time.Now()
 	// The command reaches the server's socket and may run when it resumes: keep its lease short.
-	_, _, err := s.Acquire(ctx, id, scope, "h", time.Second)
+	_, _, err := s.Acquire(ctx, id, scope, "h", time.Second, "")
 	elapsed := time.Since(start)
 	srv.Resume()
 	if !runstore.IsStoreError(err) {
@@ -344,7 +344,7 @@ func TestRedisStalled(t *testing.T) {
 	// The run is fine once Redis answers again (a late SET may have leased it: wait that out).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		_, l, err := s.Acquire(ctx, id, scope, "h", time.Second)
+		_, l, err := s.Acquire(ctx, id, scope, "h", time.Second, "")
 		if err == nil {
 			if err := s.Delete(ctx, l); err != nil {
 				t.Fatal(err)
@@ -402,6 +402,92 @@ func TestNewErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Fatalf("the error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+// rk and resk name a run's record and results keys (keys.go).
+func rk(p, id string) string   { return p + "{" + id + "}:run" }
+func resk(p, id string) string { return p + "{" + id + "}:res" }
+
+// issue 18 item 8: a record or result planted in Redis larger than anything the store writes is
+// refused by its size (HSTRLEN on the server) before a byte of it is read: a 200 MB value
+// costs the client nothing, and the run is not left locked.
+func TestPlantedHugeValueIsNotRead(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 200 MB into Redis")
+	}
+	srv := redistest.Shared(t)
+	rdb := raw(t, srv)
+	ctx := t.Context()
+	p := testPrefix()
+	s := open(t, srv, p, testKey, runstore.Limits{}, 10*time.Second)
+	id := runstore.NewID()
+	if err := s.Put(ctx, id, durabletest.NewRecord(scope, 2000, 1), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	const huge = 200 << 20
+	// SETRANGE makes the big string in one allocation; the hash field takes a copy of it.
+	plant := redis.NewScript(`redis.call('SETRANGE', KEYS[2], tonumber(ARGV[2]) - 1, 'x')
+redis.call('HSET', KEYS[1], ARGV[1], redis.call('GET', KEYS[2]))
+redis.call('DEL', KEYS[2])
+return 1`)
+	t.Cleanup(func() { rdb.Del(context.Background(), rk(p, id), resk(p, id)) })
+	for _, c := range []struct {
+		name string
+		key  string
+		fld  string
+		read func() error
+	}{
+		{"record", rk(p, id), "rec", func() error {
+			_, _, err := s.Acquire(ctx, id, scope, "h", time.Minute, "")
+			return err
+		}},
+		{"result", resk(p, id), "call-1", func() error {
+			_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute, "")
+			if err != nil {
+				return err
+			}
+			defer func() { _ = s.Release(ctx, l, nil, nil, time.Minute) }()
+			_, err = s.Results(ctx, l)
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var old string
+			if c.fld == "rec" {
+				var err error
+				if old, err = rdb.HGet(ctx, c.key, c.fld).Result(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := plant.Run(ctx, rdb, []string{c.key, p + "{" + id + "}:tmp"}, c.fld, huge).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			err := c.read()
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, runstore.ErrTampered) {
+				t.Fatalf("read of a planted %d-byte %s: %v", huge, c.name, err)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+				t.Fatalf("the client allocated %d bytes: it read the planted value", got)
+			}
+			// Put the legitimate value back: the run is usable, not left locked.
+			if c.fld == "rec" {
+				rdb.HSet(ctx, c.key, c.fld, old)
+			} else {
+				rdb.HDel(ctx, c.key, c.fld)
+			}
+			_, l, err := s.Acquire(ctx, id, scope, "h", time.Minute, "")
+			if err != nil {
+				t.Fatalf("after the refusal: %v", err)
+			}
+			if err := s.Release(ctx, l, nil, nil, time.Minute); err != nil {
+				t.Fatal(err)
 			}
 		})
 	}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,6 +46,7 @@ func Binary() (string, error) {
 type Server struct {
 	bin, dir string
 	port     int
+	cfg      Config
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -115,14 +117,50 @@ func Start(t testing.TB) *Server {
 	return s
 }
 
-func start(bin, dir string) (*Server, error) {
+// Config changes how StartWith runs a server.
+type Config struct {
+	// AOF turns on the append-only file (appendfsync always), in the server's directory, so a
+	// Restart finds the data again.
+	AOF bool
+	// MaxMemory replaces the default 512mb (noeviction either way).
+	MaxMemory string
+	// Args are more command-line options (cluster-enabled, replicaof, …).
+	Args []string
+	// Sentinel, when set, runs a sentinel with this configuration file's contents instead.
+	Sentinel string
+}
+
+// StartWith is Start with a configuration.
+func StartWith(t testing.TB, cfg Config) *Server {
+	t.Helper()
+	bin, err := Binary()
+	if err != nil {
+		t.Skip(err)
+	}
+	s, err := startWith(bin, t.TempDir(), cfg)
+	if err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	return s
+}
+
+// Port is the server's TCP port.
+func (s *Server) Port() int { return s.port }
+
+// Dir is the server's working directory (its AOF, nodes.conf, sentinel.conf).
+func (s *Server) Dir() string { return s.dir }
+
+func start(bin, dir string) (*Server, error) { return startWith(bin, dir, Config{}) }
+
+func startWith(bin, dir string, cfg Config) (*Server, error) {
 	var last error
 	for range 3 { // a free port can be taken between finding it and binding it
 		port, err := freePort()
 		if err != nil {
 			return nil, err
 		}
-		s := &Server{bin: bin, dir: dir, port: port}
+		s := &Server{bin: bin, dir: dir, port: port, cfg: cfg}
 		if last = s.launch(); last == nil {
 			return s, nil
 		}
@@ -146,11 +184,28 @@ func (s *Server) launch() error {
 	if s.cmd != nil {
 		return errors.New("redis-server is already running")
 	}
-	cmd := exec.Command(s.bin,
-		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
+	args := []string{"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--protected-mode", "yes",
 		"--save", "", "--appendonly", "no", "--dir", s.dir,
 		"--daemonize", "no", "--logfile", "", "--loglevel", "warning",
-		"--databases", "1", "--maxmemory", "512mb", "--maxmemory-policy", "noeviction")
+		"--databases", "1", "--maxmemory", "512mb", "--maxmemory-policy", "noeviction"}
+	if s.cfg.AOF {
+		args = append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	if s.cfg.MaxMemory != "" {
+		args = append(args, "--maxmemory", s.cfg.MaxMemory)
+	}
+	args = append(args, s.cfg.Args...)
+	if s.cfg.Sentinel != "" {
+		conf := filepath.Join(s.dir, "sentinel.conf")
+		if _, err := os.Stat(conf); err != nil { // a restart keeps what the sentinel learned
+			if err := os.WriteFile(conf, []byte(s.cfg.Sentinel), 0o600); err != nil {
+				return err
+			}
+		}
+		args = []string{conf, "--sentinel", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+			"--dir", s.dir, "--daemonize", "no", "--logfile", "", "--loglevel", "warning"}
+	}
+	cmd := exec.Command(s.bin, args...)
 	s.log = &tailBuffer{max: 8 << 10}
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	setParentDeath(cmd)
@@ -228,7 +283,19 @@ func (s *Server) Stop() error {
 	return nil
 }
 
-// Restart starts a stopped server again on the same port, empty.
+// Kill ends the server with SIGKILL, the way a crash does: no shutdown, no final save.
+func (s *Server) Kill() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	s.cmd, s.done = nil, nil
+}
+
+// Restart starts a stopped server again on the same port: empty, or with its AOF's data.
 func (s *Server) Restart() error {
 	var err error
 	for range 50 { // the old socket may linger for a moment

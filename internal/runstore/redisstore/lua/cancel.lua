@@ -1,7 +1,7 @@
--- cancel: ARGV 2 id. Returns {'OK', 1} when the run existed.
-local id = ARGV[2]
-local cur = redis.call('HMGET', P .. 'run:' .. id, 'sess', 'ttl')
-if not cur[1] then return {'OK', 0} end
-drop(id, cur[1])
-redis.call('SET', P .. 'cx:' .. id, '1', 'PX', tonumber(cur[2]) or 1000)
-return {'OK', 1}
+-- cancel: returns {'OK', 1, principal digest, session digest} when the run existed, {'OK', 0}
+-- otherwise.
+local cur = redis.call('HMGET', RUN, 'prin', 'sess', 'ttl')
+if not cur[2] then return {'OK', 0} end
+drop()
+redis.call('SET', CX, '1', 'PX', tonumber(cur[3]) or 1000)
+return {'OK', 1, cur[1] or '', cur[2]}

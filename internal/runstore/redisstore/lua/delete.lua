@@ -1,11 +1,10 @@
--- delete: ARGV 2 id, 3 token. A run already gone is not an error; a lost lease is.
-local id, token = ARGV[2], ARGV[3]
-if cancelled(id) then
-  release_if_mine(id, token)
+-- delete: ARGV 1 token. A run already gone is not an error; a lost lease is.
+local token = ARGV[1]
+if cancelled() then
+  release_if_mine(token)
   return {'OK'}
 end
-local sessd = redis.call('HGET', P .. 'run:' .. id, 'sess')
-if not sessd then return {'OK'} end
-if redis.call('GET', P .. 'lease:' .. id) ~= token then return {'LEASELOST'} end
-drop(id, sessd)
+if redis.call('EXISTS', RUN) == 0 then return {'OK'} end
+if redis.call('GET', LEASE) ~= token then return {'LEASELOST'} end
+drop()
 return {'OK'}

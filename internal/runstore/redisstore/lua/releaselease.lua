@@ -1,3 +1,3 @@
--- releaselease: ARGV 2 id, 3 token. Drops the lease only if it is still this holder's.
-release_if_mine(ARGV[2], ARGV[3])
+-- releaselease: ARGV 1 token. Drops the lease only if it is still this holder's.
+release_if_mine(ARGV[1])
 return {'OK'}

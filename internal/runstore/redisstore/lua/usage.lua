@@ -1,3 +1,4 @@
--- usage: returns {'OK', live runs, bytes}.
+-- usage: returns {'OK', shard runs, shard bytes}.
 sweep(now_ms())
-return {'OK', redis.call('ZCARD', IDX), tonumber(redis.call('GET', BYTES) or '0')}
+local u = shard_usage()
+return {'OK', u[1], u[2]}
