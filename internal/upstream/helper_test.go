@@ -66,8 +66,24 @@ func helperServer() {
 		return textResult(strings.Repeat("x", 17<<20)), nil // one line over the SDK's 16 MiB
 	})
 	s.AddTool(&mcp.Tool{Name: "deep", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`)}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`)}, nil
 	})
+	if os.Getenv("MCPUP_BAD_TOOLS") != "" { // issue 18 item 7: definitions we refuse
+		deep := func(n int) json.RawMessage {
+			return json.RawMessage(`{"type":"object","properties":{"a":` + strings.Repeat(`{"items":`, n) + `{}` + strings.Repeat(`}`, n) + `}}`)
+		}
+		noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("bad"), nil
+		}
+		s.AddTool(&mcp.Tool{Name: "deep_input", InputSchema: deep(300)}, noop)
+		s.AddTool(&mcp.Tool{Name: "deep_output", InputSchema: obj, OutputSchema: deep(300)}, noop)
+		s.AddTool(&mcp.Tool{Name: "output_over_64", InputSchema: obj, OutputSchema: deep(100)}, noop)
+		s.AddTool(&mcp.Tool{Name: "anchored_output", InputSchema: obj,
+			OutputSchema: json.RawMessage(`{"type":"object","$defs":{"a":{"$anchor":"a"}},"properties":{"x":{"$ref":"#a"}}}`)}, noop)
+		s.AddTool(&mcp.Tool{Name: "invalid_output", InputSchema: obj,
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"minimum":"zero"}}}`)}, noop)
+		s.AddTool(&mcp.Tool{Name: "input_over_64", InputSchema: deep(100)}, noop) // kept: not checked, not hinted deep
+	}
 	s.AddTool(&mcp.Tool{Name: "pid", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strconv.Itoa(os.Getpid())), nil
 	})

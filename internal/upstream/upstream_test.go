@@ -458,6 +458,42 @@ func TestUntrustedMetadataIsBounded(t *testing.T) {
 	}
 }
 
+// A tool whose definition we refuse is skipped with a warning; the server and its other tools
+// stay (issue 18 item 7: a 300-level schema used to fail the whole tools/list at the stdio
+// filter, and the server restarted with backoff).
+func TestBadToolDroppedNotServer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.servers["helper"] = helperConfig(t, map[string]string{"MCPUP_BAD_TOOLS": "1"})
+	m := f.startReady()
+	if st := statusOf(m, "helper"); st.State != StateReady {
+		t.Fatalf("status %+v", st)
+	}
+	names := map[string]bool{}
+	for _, tl := range m.Tools() {
+		names[tl.Name] = true
+	}
+	for _, bad := range []string{"deep_input", "deep_output", "output_over_64", "anchored_output", "invalid_output"} {
+		if names[bad] {
+			t.Errorf("%s was kept", bad)
+		}
+		if !f.log.contains(bad) {
+			t.Errorf("%s skipped without a warning", bad)
+		}
+	}
+	if !names["pid"] || !names["echo"] || !names["input_over_64"] {
+		t.Fatalf("good tools missing: %v", toolIDs(m.Tools()))
+	}
+	if res, err := call(t, tool(t, m, "helper", "echo"), `{"x":1}`); err != nil || res.Content[0].Text != `{"x":1}` {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for _, want := range []string{"inputSchema is nested deeper than 256 levels", "nested deeper than 64 levels", "not supported", "is invalid"} {
+		if !f.log.contains(want) {
+			t.Errorf("no warning says %q:\n%s", want, strings.Join(f.log.lines(), "\n"))
+		}
+	}
+}
+
 func TestToolCountIsCapped(t *testing.T) {
 	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "many"}, nil)
