@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // Raw result capture.
@@ -106,7 +107,8 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if !t.wrap {
 		return conn, nil
 	}
-	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, progress: t.progress}
+	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, progress: t.progress, lim: newNotificationLimiter()}
+	t.tap.alive, t.tap.stop = context.WithCancel(context.Background())
 	return t.tap, nil
 }
 
@@ -136,6 +138,14 @@ type tapConn struct {
 	mu       sync.Mutex
 	pending  map[jsonrpc.ID]*capture
 	progress func(*mcp.ProgressNotificationParams)
+	lim      *rate.Limiter // notifications read per second
+	alive    context.Context
+	stop     context.CancelFunc // on Close: a throttled read stops waiting
+}
+
+func (c *tapConn) Close() error {
+	c.stop()
+	return c.Connection.Close()
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -156,10 +166,13 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && c.progress != nil && !req.IsCall() && req.Method == "notifications/progress" {
-		var p mcp.ProgressNotificationParams
-		if json.Unmarshal(req.Params, &p) == nil {
-			c.progress(&p)
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
+		_ = c.lim.Wait(c.alive) // over the rate: read nothing more from this server for a while
+		if c.progress != nil && req.Method == "notifications/progress" {
+			var p mcp.ProgressNotificationParams
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.progress(&p)
+			}
 		}
 	}
 	resp, ok := msg.(*jsonrpc.Response)
@@ -206,6 +219,7 @@ type httpTap struct {
 	base    http.RoundTripper
 	origin  *url.URL
 	headers http.Header
+	lim     *rate.Limiter // events read per second from the server's event streams
 }
 
 func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -226,9 +240,7 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "application/json":
 		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context())}
 	case "text/event-stream":
-		if cp := captureFrom(req.Context()); cp != nil {
-			resp.Body = &bodyTap{rc: resp.Body, cp: cp, sse: true}
-		}
+		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true, lim: t.lim, ctx: req.Context()}
 	}
 	return resp, nil
 }
@@ -240,8 +252,10 @@ var errBodyTooLarge = fmt.Errorf("MCP response body exceeds %d bytes", maxBodyBy
 // parses events as they pass and captures the first JSON-RPC response.
 type bodyTap struct {
 	rc   io.ReadCloser
-	cp   *capture // nil: only bound the size
+	cp   *capture // nil: only bound the size (JSON), or only count events (SSE)
 	sse  bool
+	lim  *rate.Limiter   // SSE: events per second (nil: not limited)
+	ctx  context.Context // SSE: the request's, for lim
 	n    int
 	buf  []byte // JSON: the body; SSE: the current partial line
 	data []byte // SSE: the current event's data
@@ -256,10 +270,11 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.n += n
-	if b.cp != nil && !b.done && n > 0 {
-		if b.sse {
+	if n > 0 {
+		switch {
+		case b.sse && (b.lim != nil || b.cp != nil && !b.done):
 			b.feedSSE(p[:n])
-		} else {
+		case !b.sse && b.cp != nil && !b.done:
 			b.buf = append(b.buf, p[:n]...)
 		}
 	}
@@ -274,7 +289,7 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 func (b *bodyTap) Close() error { return b.rc.Close() }
 
 func (b *bodyTap) feedSSE(p []byte) {
-	for len(p) > 0 && !b.done {
+	for len(p) > 0 && (b.lim != nil || !b.done) {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if len(b.buf)+len(p) > maxLineKeep {
@@ -301,11 +316,16 @@ const maxLineKeep = maxResultBytes + 64<<10
 func (b *bodyTap) line(line []byte) {
 	switch {
 	case len(line) == 0: // dispatch
-		if b.big {
+		if b.lim != nil && (len(b.data) > 0 || b.big) {
+			_ = b.lim.Wait(b.ctx) // over the rate: the SDK reads the next event later
+		}
+		switch {
+		case b.cp == nil || b.done:
+		case b.big:
 			// Possibly the response; the SDK's own event limit decides its fate, we only make
 			// sure an oversized result is never returned as if it were complete.
 			b.cp.markTooBig()
-		} else if len(b.data) > 0 && (b.name == "" || b.name == "message") {
+		case len(b.data) > 0 && (b.name == "" || b.name == "message"):
 			b.deliver(b.data)
 		}
 		b.data, b.name, b.big = b.data[:0], "", false

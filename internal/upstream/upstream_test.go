@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -182,6 +183,62 @@ func TestListChangedRefreshes(t *testing.T) {
 	}
 	srv.RemoveTools("late", "plain")
 	eventually(t, 10*time.Second, "removal", func() bool { return len(m.Tools()) == 1 })
+}
+
+// A server that floods notifications/tools/list_changed gets one tools/list per interval, and
+// an unchanged listing changes nothing downstream (issue 18 item 7: a storm once caused 14,370
+// refetches and 1.3 cores of load in 29 s).
+func TestListChangedStormIsBounded(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.opts.listInterval = 200 * time.Millisecond
+	exe, _ := os.Executable()
+	f.servers["storm"] = config.MCPServer{Command: exe, Env: map[string]string{"MCPUP_TEST_SERVER": "storm"}, TimeoutMs: 10000}
+	m := f.startReady()
+	drain(m.Changed())
+	var before syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	const storm = 2 * time.Second
+	start := time.Now()
+	changed := 0
+	for deadline := time.After(storm); ; {
+		select {
+		case <-m.Changed():
+			changed++
+			continue
+		case <-deadline:
+		}
+		break
+	}
+	var after syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano()) * time.Nanosecond
+	lists := 0
+	for _, l := range f.log.lines() {
+		if strings.Contains(l, "tools/list ") {
+			lists++
+		}
+	}
+	elapsed := time.Since(start)
+	t.Logf("storm of %v: %d tools/list (1 when connecting), %d Changed signals, this process used %v of CPU (%.2f cores)",
+		elapsed.Round(time.Millisecond), lists, changed, cpu.Round(time.Millisecond), cpu.Seconds()/elapsed.Seconds())
+	if limit := int(elapsed/f.opts.listInterval) + 3; lists > limit {
+		t.Errorf("%d tools/list in %v, want at most %d", lists, elapsed, limit)
+	}
+	if lists < 2 {
+		t.Errorf("only %d tools/list: the storm did not reach the refresh path", lists)
+	}
+	// A generous bound that an unbounded storm exceeds (it took all it could get: 1.2 cores
+	// here), far above what the notification rate costs (0.1–0.2).
+	if cores := cpu.Seconds() / elapsed.Seconds(); cores > 0.8 {
+		t.Errorf("the storm cost %.2f cores", cores)
+	}
+	if changed != 0 {
+		t.Errorf("%d Changed signals for an unchanged tool list", changed)
+	}
+	if st := statusOf(m, "storm"); st.State != StateReady || st.Tools != 1 {
+		t.Errorf("status %+v", st)
+	}
 }
 
 func drain(c <-chan struct{}) {
