@@ -34,7 +34,9 @@ const (
 	notificationBurst = 1000
 )
 
-func newNotificationLimiter() *rate.Limiter { return rate.NewLimiter(notificationRate, notificationBurst) }
+func newNotificationLimiter() *rate.Limiter {
+	return rate.NewLimiter(notificationRate, notificationBurst)
+}
 
 // validToolName reports whether name is 1–128 bytes of printable, non-space characters.
 func validToolName(name string) bool {
