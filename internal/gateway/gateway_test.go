@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -306,6 +307,28 @@ func TestObjectMemberNamesNeverCalledImplicitly(t *testing.T) {
 	r = run(t, s, `return [(await MCP.srv.toString_2({})).content[0].text, (await MCP.valueOf_2.valueOf_2({})).content[0].text]`)
 	if got := value(t, r); got != `["called toString","called valueOf"]` || calls.Load() != 2 {
 		t.Fatalf("%s after %d calls", got, calls.Load())
+	}
+}
+
+// An MCP result counts once against the 8 MiB nested-result limit (issue 18 item 8): its content
+// blocks travel inside the server's own result, and counting them again made 4.1 MiB fail.
+func TestMCPResultCountsOnce(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "text", InputSchema: json.RawMessage(`{"type":"object","properties":{"mib":{"type":"number"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MiB float64 }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(in.MiB*(1<<20)))}}}, nil
+		})
+	g := open(t, map[string]config.MCPServer{"big": {URL: inProcess(t, srv), TimeoutMs: 60000}})
+	s := g.Surface(capi.RunContext{}, nil)
+	mib := 4.1
+	if got := value(t, run(t, s, `return (await MCP.big.text({mib: 4.1})).content[0].text.length`)); got != fmt.Sprint(int(mib*(1<<20))) {
+		t.Fatalf("4.1 MiB: %s", got)
+	}
+	r := run(t, s, `try { await MCP.big.text({mib: 8.5}); return "no error" } catch (e) { return e.message }`)
+	if got := value(t, r); !strings.Contains(got, "exceed") {
+		t.Fatalf("8.5 MiB: %s", got)
 	}
 }
 
