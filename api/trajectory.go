@@ -20,6 +20,9 @@ const (
 	EventApprovalDecision = "approval_decision"
 	// EventUpdate is a progress update a tool streamed while it ran (E1).
 	EventUpdate = "update"
+	// EventDropped says how many events of the call it names a bounded recorder left out
+	// (Result: {count, reason, message}): the audit log's own limits, said in the log.
+	EventDropped = "dropped"
 )
 
 // TrajectoryEvent is one record of a run's trajectory (E2): every control call, direct call and

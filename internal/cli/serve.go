@@ -61,7 +61,7 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	relay := &server.TrajectoryRelay{}
 	sinks := []api.Trajectory{relay}
 	if cfg.Serve.Trajectory != "" {
-		w, err := trajectory.Create(cfg.Serve.Trajectory)
+		w, err := trajectory.Open(cfg.Serve.Trajectory, cfg.Serve.TrajectoryLimits)
 		if err != nil {
 			fmt.Fprintln(stderr, "codemode serve: serve.trajectory:", err)
 			return exitUsage
