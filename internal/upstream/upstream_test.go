@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -312,7 +313,11 @@ func TestUnreachableServerDoesNotAffectOthers(t *testing.T) {
 	if _, err := call(t, tool(t, m, "good", "plain"), `{}`); err != nil {
 		t.Error(err)
 	}
-	if _, err := m.ListResources(context.Background(), "down"); err == nil || !strings.HasPrefix(err.Error(), "MCP server down is not connected (failed; reconnecting): ") {
+	// The supervisor keeps retrying: between attempts the server is failed, during one it is
+	// connecting. Either is what the error says, with the last failure (asserting "failed" alone
+	// broke on a loaded machine, where an attempt takes longer).
+	if _, err := m.ListResources(context.Background(), "down"); err == nil ||
+		!regexp.MustCompile(`^MCP server down is not connected \((failed|connecting); reconnecting\): .*connection refused`).MatchString(err.Error()) {
 		t.Errorf("down: %v", err)
 	}
 	eventually(t, 5*time.Second, "retries", func() bool { return statusOf(m, "down").Restarts >= 2 })
