@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tdewolff/parse/v2/js"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -198,6 +199,20 @@ func TestTransformStackBounded(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	// JavaScript needs no measure of ours: the module check's parser (tdewolff) stops at 1,000
+	// nested statements or expressions and falls back to a token scan (a loop). Every family,
+	// 256 KiB deep (far past the parser's limits), goes through within the same stack bound.
+	if js.NestedExprLimit > 1000 || js.NestedStmtLimit > 1000 {
+		t.Fatalf("tdewolff's limits were raised: %d, %d", js.NestedExprLimit, js.NestedStmtLimit)
+	}
+	for _, f := range nestFamilies {
+		g.Go(func() error {
+			per := max(1, len(f.gen(2))-len(f.gen(1)))
+			_, _ = Prepare(f.gen(min(260000, (256<<10)/per)), JavaScript)
+			return nil
+		})
+	}
+	_ = g.Wait()
 }
 
 // transformStackBound is the goroutine stack esbuild gets in the tests: at the limits it used
