@@ -105,7 +105,7 @@ func nearDeepest(gen func(int) string) int {
 	return n
 }
 
-// The 520 KB cell of issue 18 item 1 ended the process in esbuild's parser; it and its siblings
+// T3. The 520 KB cell of issue 18 item 1 ended the process in esbuild's parser; it and its siblings
 // are invalid_input now, at the token that crossed the limit, and naming it.
 func TestNestingRefused(t *testing.T) {
 	tests := []struct {
