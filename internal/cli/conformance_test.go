@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 		conformanceFixture()
 		os.Exit(0)
 	}
+	if os.Getenv(hostileFixtureEnv) == "1" {
+		hostileFixture()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
