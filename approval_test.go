@@ -275,3 +275,28 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return b
 }
+
+// TestWithApprovals: a surface can carry approval rules of its own (a gateway's per-principal
+// policy, issue 19 item 3); the runtime's surface and others derived from it are unaffected.
+func TestWithApprovals(t *testing.T) {
+	f := &files{writes: map[string]int{}}
+	rt := newRuntime(t, testConfig(t))
+	base := rt.Activate(api.RunContext{SessionKey: "s"}, []*api.Tool{f.tool()})
+	strict, err := base.WithApprovals(api.Approvals{Rules: []api.ApprovalRule{{Match: "write"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := `await tools.write({path: "a"}); return "done"`
+	if r := execCode(t, strict.ForRun(api.RunContext{SessionKey: "s2"}), code); r.Status != api.StatusWaiting || r.Reason != api.ReasonApproval {
+		t.Fatalf("strict surface: %+v", r)
+	}
+	if r := execCode(t, base, code); r.Status != api.StatusCompleted {
+		t.Fatalf("base surface: %+v", r)
+	}
+	if got := f.counts()["a"]; got != 1 {
+		t.Fatalf("writes of a: %d", got)
+	}
+	if _, err := base.WithApprovals(api.Approvals{Rules: []api.ApprovalRule{{Match: "["}}}); err == nil {
+		t.Fatal("an invalid pattern was accepted")
+	}
+}

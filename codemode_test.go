@@ -16,7 +16,6 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
-	"github.com/codemode-go/codemode/internal/runstore"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -40,7 +39,7 @@ func newRuntime(t testing.TB, cfg *config.Config, opts ...func(*Options)) *Runti
 		o.HotRuns = -1
 	}
 	if durableMode {
-		o.RunStore = runstore.NewMemDurable(o.Suspended.storeLimits())
+		o.RunStore = NewMemoryRunStore(o.Suspended)
 	}
 	for _, f := range opts {
 		f(&o)

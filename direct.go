@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 // tool when code mode is not active (A4). It goes through the same gate (hooks, approval) as
 // nested calls.
 func (s *Surface) callDirect(ctx context.Context, callID, name string, input json.RawMessage) (*api.Result, error) {
-	tr := api.TrajectoryEvent{Kind: api.EventDirect, Time: time.Now(), Run: s.run, CallID: callID, Tool: name, Input: input}
+	tr := api.TrajectoryEvent{Kind: api.EventDirect, Time: time.Now(), Run: s.run, CallID: callID, Tool: name, Input: input,
+		ParentCallID: s.parentCall()}
 	res, err := s.runDirect(ctx, callID, name, input, &tr)
 	if t := s.rt.opts.Trajectory; t != nil {
 		tr.DurationMs = time.Since(tr.Time).Milliseconds()
@@ -30,6 +32,13 @@ func (s *Surface) callDirect(ctx context.Context, callID, name string, input jso
 			tr.Result, _ = json.Marshal(res)
 		}
 		t.Record(tr)
+	}
+	if s.child != nil {
+		failed := err
+		if failed == nil && res != nil && res.IsError {
+			failed = errors.New("the tool reported an error")
+		}
+		s.observe(name, "", nil, failed)
 	}
 	return res, err
 }
@@ -50,7 +59,7 @@ func (s *Surface) runDirect(ctx context.Context, callID, name string, input json
 	}
 	ev := &api.ToolCallEvent{ToolID: t.ID(), ToolName: t.Name, Source: t.Source, ToolKind: api.ToolKindTool,
 		Input: input, Run: s.run}
-	err := s.rt.gate.Authorize(ctx, ev, t.ReadOnly, name, callID)
+	err := s.gateOf().Authorize(ctx, ev, t.ReadOnly, name, callID)
 	if !bytes.Equal(ev.Input, input) {
 		tr.Input, tr.OriginalInput = ev.Input, input
 	}

@@ -29,8 +29,8 @@ func BenchmarkDurable(b *testing.B) {
 		return st
 	}
 	cfg := testConfig(b)
-	a := newRuntime(b, cfg, func(o *Options) { o.RunStore = open() })
-	c := newRuntime(b, cfg, func(o *Options) { o.RunStore = open() })
+	a := newRuntime(b, cfg, func(o *Options) { o.RunStore = &RunStore{d: open()} })
+	c := newRuntime(b, cfg, func(o *Options) { o.RunStore = &RunStore{d: open()} })
 	scope := api.RunContext{SessionKey: "bench"}
 	sa, sc := a.Activate(scope, fixtureTools()), c.Activate(scope, fixtureTools())
 	code := `await yield_control(); return 1`
@@ -80,7 +80,7 @@ func BenchmarkDurable(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				r := execCode(b, sa, code)
-				u, _ := a.durable.store.Usage(ctx)
+				u, _ := a.durable.Store().Usage(ctx)
 				bytes += u.Bytes
 				b.StartTimer()
 				if w := waiter.Wait(ctx, "w", WaitInput{RunID: r.RunID}); w.Status != api.StatusCompleted {

@@ -3,6 +3,7 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,7 +95,7 @@ func (f *fleet) process(t *testing.T, name string, scope api.RunContext, mutate 
 	if store == nil {
 		store = f.store(t, f.key)
 	}
-	rt := newRuntime(t, cfg, func(o *Options) { o.RunStore = store })
+	rt := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: store} })
 	return rt, rt.Activate(scope, f.tools.forProcess(name))
 }
 
@@ -179,6 +180,37 @@ func TestDurableFleet(t *testing.T) { // issue 15 items 2–3: exec on A, A dies
 		got := waitUntilDone(t, sb, res.RunID)
 		if got.Status != api.StatusCompleted || string(got.Value) != `{"by":"A","tool":"charge"}` {
 			t.Fatalf("%+v", got)
+		}
+		if f.tools.runs("A/charge") != 1 || f.tools.runs("B/charge") != 0 {
+			t.Fatalf("%v", f.tools.ran)
+		}
+	})
+
+	// issue 20 item 3 (the double reissue of TestFleet/Kill9): a wait on the process whose calls
+	// are in flight lasts longer than a heartbeat is believed; the process must keep
+	// heartbeating for those calls meanwhile, or the next wait elsewhere finds the owner "dead"
+	// right after it and reissues (replay-safe) or loses (the rest) a call that is running.
+	t.Run("OwnerHeartbeatsDuringItsOwnWait", func(t *testing.T) {
+		f := newFleet(t)
+		long := func(c *config.Config) { c.Tools.CodeMode.TimeoutMs = 900 } // > the 400 ms heartbeat
+		_, sa := f.process(t, "A", fleetScope, long, nil)
+		_, sb := f.process(t, "B", fleetScope, long, nil)
+		res := execCode(t, sa, `try { return await tools.charge({cents: 7}) } catch (e) { return e.code }`)
+		if res.Status != api.StatusWaiting {
+			t.Fatalf("%+v", res)
+		}
+		// A's own wait: hot, holds the run for its whole 900 ms, nothing settles.
+		if r := sa.Wait(context.Background(), "wa", WaitInput{RunID: res.RunID}); r.Status != api.StatusWaiting {
+			t.Fatalf("%+v", r)
+		}
+		// B right after: A is alive, its charge still runs; B must wait for it, not settle it.
+		if r := sb.Wait(context.Background(), "wb", WaitInput{RunID: res.RunID}); r.Status != api.StatusWaiting {
+			t.Fatalf("B settled a live owner's call: %+v %s", r, r.Value)
+		}
+		close(f.tools.release)
+		got := waitUntilDone(t, sb, res.RunID)
+		if got.Status != api.StatusCompleted || string(got.Value) != `{"by":"A","tool":"charge"}` {
+			t.Fatalf("%+v %s", got, got.Value)
 		}
 		if f.tools.runs("A/charge") != 1 || f.tools.runs("B/charge") != 0 {
 			t.Fatalf("%v", f.tools.ran)
@@ -335,5 +367,39 @@ func TestDurableStoreDown(t *testing.T) { // issue 15: Redis down → clear erro
 	}
 	if got := waitUntilDone(t, s, r.RunID); got.Status != api.StatusCompleted || string(got.Value) != "3" {
 		t.Fatalf("%+v", got)
+	}
+}
+
+// issue 22 item 1: with a shared run store, what a cell saves survives its process: another
+// process of the fleet (or the same one restarted) loads it, and provenance comes along.
+func TestResultsSurviveRestart(t *testing.T) {
+	f := newFleet(t)
+	untrusted := &api.Tool{Name: "page", Source: api.SourceMCP, Owner: "web", Untrusted: true,
+		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+			return &api.Result{Details: json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)}, nil
+		}}
+	cfg := testConfig(t)
+	a := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: f.store(t, f.key)} })
+	sa := a.Activate(fleetScope, []*api.Tool{untrusted})
+	id := mustComplete(t, execCode(t, sa, `const p = await MCP.web.page({}); return (await results.save({p, n: [1, 2, 3]})).id`))
+	// An oversized value goes to the shared store too.
+	r := execCode(t, sa, `return "v".repeat(100000)`)
+	var big struct {
+		Reference struct{ ID string } `json:"reference"`
+	}
+	if err := json.Unmarshal(r.Value, &big); err != nil || big.Reference.ID == "" {
+		t.Fatalf("%v %s", err, r.Value)
+	}
+	a.Close()
+	b := newRuntime(t, cfg, func(o *Options) { o.RunStore = &RunStore{d: f.store(t, f.key)} })
+	sb := b.Activate(fleetScope, nil)
+	r = execCode(t, sb, `const v = await results.load(`+id+`); const w = await results.load("`+big.Reference.ID+`"); return [v.n, w.length]`)
+	if mustComplete(t, r) != `[[1,2,3],100000]` || !slices.Equal(r.Untrusted, []string{"mcp:web"}) {
+		t.Fatalf("%+v", r)
+	}
+	// Another session of the fleet cannot load it.
+	other := b.Activate(api.RunContext{AgentID: "cli", SessionKey: "other", RunID: "cli"}, nil)
+	if got := mustComplete(t, execCode(t, other, `try { await results.load(`+id+`) } catch (e) { return e.code }`)); got != `"result_not_found"` {
+		t.Fatal(got)
 	}
 }

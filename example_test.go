@@ -173,3 +173,25 @@ func ExampleSurface_Wait() {
 	// waiting yield before
 	// completed 21 after
 }
+
+// A run store shares suspended runs between runtimes: a run one of them suspends, any other
+// continues — across processes with Redis (codemode.OpenRunStore and runStore.redis), here
+// between two runtimes of one program with the in-memory store.
+func ExampleNewMemoryRunStore() {
+	ctx := context.Background()
+	store := codemode.NewMemoryRunStore(codemode.SuspendedLimits{})
+	defer store.Close()
+	a, _ := codemode.New(ctx, codemode.Options{RunStore: store})
+	defer a.Close()
+	b, _ := codemode.New(ctx, codemode.Options{RunStore: store})
+	defer b.Close()
+
+	run := api.RunContext{AgentID: "demo", SessionKey: "conversation-1"} // same scope on both
+	first := a.Activate(run, nil).Exec(ctx, "c1", codemode.ExecInput{Code: `const t = Date.now(); await yield_control("on a"); return "resumed elsewhere"`})
+	fmt.Println("a:", first.Status)
+	last := b.Activate(run, nil).Wait(ctx, "c2", codemode.WaitInput{RunID: first.RunID})
+	fmt.Println("b:", last.Status, string(last.Value))
+	// Output:
+	// a: waiting
+	// b: completed "resumed elsewhere"
+}

@@ -9,14 +9,18 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
+	"github.com/codemode-go/codemode/internal/untrusted"
 )
 
 // ExecInput is the input of the exec tool (X1–X2, W6), as Surface.Exec takes it from Go. A
@@ -33,6 +37,26 @@ type ExecInput struct {
 	// RestartSafe declares read-only work: tools not declared read-only are refused before they
 	// run, pending work is never drained automatically, and waiting results say restartSafe (W6).
 	RestartSafe bool `json:"restartSafe,omitempty"`
+	// Title is an optional short label of the cell, shown in progress and recorded in the
+	// trajectory; longer than MaxTitleRunes characters it is shortened, never refused.
+	Title string `json:"title,omitempty"`
+}
+
+// MaxTitleRunes bounds an exec's title.
+const MaxTitleRunes = 120
+
+// cleanTitle keeps a title to one bounded line.
+func cleanTitle(t string) string {
+	t = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, t)), " ")
+	if r := []rune(t); len(r) > MaxTitleRunes {
+		t = string(r[:MaxTitleRunes-1]) + "…"
+	}
+	return t
 }
 
 // execArgs is exec's input as the model sent it: a field that is present, even empty, differs
@@ -42,6 +66,7 @@ type execArgs struct {
 	Command     *string `json:"command,omitempty"`
 	Language    *string `json:"language,omitempty"`
 	RestartSafe bool    `json:"restartSafe,omitempty"`
+	Title       string  `json:"title,omitempty"`
 }
 
 // args is the input as Handle would have decoded it: an empty string is an absent field.
@@ -52,11 +77,12 @@ func (in ExecInput) args() execArgs {
 		}
 		return &s
 	}
-	return execArgs{Code: opt(in.Code), Command: opt(in.Command), Language: opt(in.Language), RestartSafe: in.RestartSafe}
+	return execArgs{Code: opt(in.Code), Command: opt(in.Command), Language: opt(in.Language), RestartSafe: in.RestartSafe, Title: in.Title}
 }
 
 // WaitInput is the input of the wait tool.
 type WaitInput struct {
+	// RunID is the runId of a waiting result.
 	RunID string `json:"runId"`
 }
 
@@ -71,6 +97,8 @@ type CallResult struct {
 	// Err says why a direct tool did not run or failed: unknown tool, invalid input, blocked by a
 	// hook, not approved, or the tool's error.
 	Err error
+	// untrusted are the sources of a direct tool's result when the tool is Untrusted.
+	untrusted []string
 }
 
 // IsError reports whether the call failed: a failed exec/wait, an error result, or Err.
@@ -93,6 +121,11 @@ func (r CallResult) Text() string {
 		if err != nil {
 			return `{"status":"failed","error":"cannot encode the result","code":"internal_error"}`
 		}
+		if len(r.Exec.Untrusted) > 0 {
+			// issue 22 item 6: what untrusted sources said reaches the model inside a marking
+			// it cannot close.
+			return untrusted.Wrap(string(b), r.Exec.Untrusted)
+		}
 		return string(b)
 	case r.Tool != nil:
 		var parts []string
@@ -103,10 +136,14 @@ func (r CallResult) Text() string {
 				parts = append(parts, "["+c.Type+" content]")
 			}
 		}
+		text := strings.Join(parts, "\n")
 		if len(parts) == 0 && len(r.Tool.Details) > 0 {
-			return string(r.Tool.Details)
+			text = string(r.Tool.Details)
 		}
-		return strings.Join(parts, "\n")
+		if len(r.untrusted) > 0 {
+			return untrusted.Wrap(text, r.untrusted)
+		}
+		return text
 	case r.Err != nil:
 		return r.Err.Error()
 	}
@@ -139,7 +176,11 @@ func (s *Surface) Handle(ctx context.Context, callID, name string, args json.Raw
 	if err != nil {
 		return CallResult{Err: err}
 	}
-	return CallResult{Tool: res}
+	out := CallResult{Tool: res}
+	if t := s.byName[name]; t != nil && t.Untrusted {
+		out.untrusted = []string{dispatch.Provenance(t)}
+	}
+	return out
 }
 
 // refuse fails a control call whose arguments do not decode, recording it like any other: the
@@ -152,6 +193,7 @@ func (s *Surface) refuse(callID, name string, args json.RawMessage, err error) *
 		input, _ = json.Marshal(string(args))
 	}
 	s.record(&api.TrajectoryEvent{Kind: api.EventControl, Time: now, Run: s.run, CallID: callID, Tool: name, Input: input}, res)
+	s.observe(name, "", &res, nil)
 	return &res
 }
 
@@ -193,10 +235,12 @@ func (s *Surface) exec(ctx context.Context, callID string, in execArgs, raw json
 	if raw == nil {
 		raw, _ = json.Marshal(in)
 	}
-	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "exec", Input: raw}
+	in.Title = cleanTitle(in.Title)
+	tr := api.TrajectoryEvent{Kind: api.EventControl, Time: time.Now(), Run: s.run, CallID: callID, Tool: "exec", Input: raw, Title: in.Title}
 	res := s.runExec(ctx, callID, in, raw, &tr)
 	tr.CodeModeRunID = res.RunID
 	s.record(&tr, res)
+	s.observe("exec", "", &res, nil)
 	return res
 }
 
@@ -207,6 +251,7 @@ func (s *Surface) record(tr *api.TrajectoryEvent, res api.ExecResult) {
 		return
 	}
 	tr.Status, tr.Error = res.Status, res.Error
+	tr.ParentCallID = s.parentCall()
 	tr.DurationMs = time.Since(tr.Time).Milliseconds()
 	tr.Result, _ = json.Marshal(res)
 	t.Record(*tr)
@@ -227,7 +272,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	// what runs, and the trajectory keeps both.
 	ev := &api.ToolCallEvent{ToolID: "exec", ToolName: "exec", ToolKind: api.ToolKindCodeModeExec,
 		ToolInputKind: lang, Input: raw, Run: s.run}
-	if err := rt.gate.Authorize(ctx, ev, false, "exec", callID); err != nil {
+	if err := s.gateOf().Authorize(ctx, ev, false, "exec", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
 	if !bytes.Equal(ev.Input, raw) {
@@ -254,12 +299,17 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+err.Error())
 	}
 	disp := s.dispatcher(callID, in.RestartSafe)
+	disp.Title = cleanTitle(in.Title)
 	nsJSON := s.buildNamespaces(ctx, disp)
 	lim := rt.limits()
 	lim.RestartSafe = in.RestartSafe
 	s.admit(&lim)
+	if sink := progress.From(ctx); sink != nil && disp.Title != "" {
+		sink(0, 0, disp.Title) // the cell's title first, then its calls' progress
+	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	cellID := callID
 	if rt.durable != nil {
 		if res, refused := s.storeRefuses(ctx, start); refused {
@@ -268,7 +318,8 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		cellID = durablePrefix(callID)
 		disp.ParentCallID = cellID
 	}
-	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON})
+	s.attachSwarm(disp)
+	run, out := rt.engine.Start(ctx, disp, tmpl, lim, sandbox.Cell{Program: prog, CallID: cellID, Namespaces: nsJSON, Swarm: disp.Swarm != nil})
 	if rt.durable != nil && out.Status == api.StatusWaiting {
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
@@ -282,15 +333,18 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 // the same fair queue instead of running outside the memory budget. The size and nesting checks
 // (a token scan) come first and refuse a hostile cell without waiting for a slot.
 func (s *Surface) prepare(ctx context.Context, code, lang string) (*source.Program, api.ErrorCode, error) {
-	if a := s.rt.opts.Admission; a != nil && lang == source.TypeScript {
+	if lang == source.TypeScript {
 		if err := source.Check(code, lang); err != nil {
 			return nil, api.CodeInvalidInput, err // refused before it waits for a slot
 		}
-		release, err := a.Acquire(ctx, s.run.SessionKey)
-		if err != nil {
-			return nil, admitErrCode(err), err
+		var lim sandbox.Limits
+		if s.admit(&lim); lim.Admit != nil {
+			slot, err := lim.Admit(ctx) // the same slot and fair share as the cell's VM
+			if err != nil {
+				return nil, admitErrCode(err), err
+			}
+			defer slot.Release()
 		}
-		defer release()
 	}
 	prog, err := source.Prepare(code, lang)
 	if err != nil {
@@ -342,6 +396,7 @@ func (s *Surface) Wait(ctx context.Context, callID string, in WaitInput) api.Exe
 		Input: input, CodeModeRunID: in.RunID}
 	res := s.runWait(ctx, callID, in, input, &tr)
 	s.record(&tr, res)
+	s.observe("wait", in.RunID, &res, nil)
 	return res
 }
 
@@ -350,7 +405,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	if strings.TrimSpace(in.RunID) == "" {
 		return s.failed(start, api.CodeInvalidInput, "wait: `runId` is required: pass the runId of a waiting result")
 	}
-	if err := s.rt.gate.Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
+	if err := s.gateOf().Authorize(ctx, &api.ToolCallEvent{ToolID: "wait", ToolName: "wait",
 		ToolKind: api.ToolKindCodeModeWait, Input: input, Run: s.run}, false, "wait", callID); err != nil {
 		return s.failed(start, gateCode(err), err.Error())
 	}
@@ -371,6 +426,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
 	defer sr.disp.SetProgress(nil)
+	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)
 	if out.Code == api.CodeOverloaded {
 		// Refused a slot before the VM was resumed: the run stays for another wait.
@@ -382,13 +438,41 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	return s.finish(start, sr.run, sr.disp, out, sr.restartSafe, e, tr)
 }
 
-// admit wires process-wide admission control (Options.Admission) into one exec or wait: the
-// sandbox asks for a slot, keyed by session for fairness, right before it runs a VM.
+// admit wires admission control (Options.Admission) into one exec or wait: the sandbox asks for
+// a slot, keyed by principal (or session) for fairness, right before it runs a VM, and gives
+// its CPU share back while the VM only waits for nested calls or timers (issue 18 item 4).
 func (s *Surface) admit(lim *sandbox.Limits) {
-	if a := s.rt.opts.Admission; a != nil {
-		key := s.run.SessionKey
-		lim.Admit = func(ctx context.Context) (func(), error) { return a.Acquire(ctx, key) }
+	a := s.rt.adm
+	if a == nil {
+		return
 	}
+	key := s.run.SessionKey
+	if s.run.Principal != "" {
+		key = "principal:" + s.run.Principal // one principal's sessions share one fair share
+	}
+	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
+		sl, err := a.AcquireSlot(ctx, key)
+		if err != nil {
+			return nil, err // not a typed nil in the interface
+		}
+		return sl, nil
+	}
+}
+
+// admitter hands out VM slots: internal/admission's Controller, or a test's stand-in.
+type admitter interface {
+	AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error)
+}
+
+// controllerAdmitter is the admission controller as an admitter.
+type controllerAdmitter struct{ c *admission.Controller }
+
+func (a controllerAdmitter) AcquireSlot(ctx context.Context, session string) (sandbox.Slot, error) {
+	sl, err := a.c.AcquireSlot(ctx, session)
+	if err != nil {
+		return nil, err
+	}
+	return sl, nil
 }
 
 // finish turns a sandbox outcome into the result union, storing or dropping the run; tr (the
@@ -435,9 +519,8 @@ func (s *Surface) failed(start time.Time, code api.ErrorCode, msg string) api.Ex
 // it carries the runId and when to retry (the other wait's end, or its lease running out when
 // its replica died).
 func (s *Surface) busy(start time.Time, runID string, err error) api.ExecResult {
-	res := s.failed(start, api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
-	res.RunID = runID
-	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	res := durable.Busy(runID, err)
+	res.Telemetry = s.telemetry(start)
 	return res
 }
 
@@ -456,9 +539,10 @@ func (s *Surface) telemetry(start time.Time) api.Telemetry {
 func (s *Surface) dispatcher(callID string, restartSafe bool) *dispatch.Dispatcher {
 	rt := s.rt
 	return &dispatch.Dispatcher{
-		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: rt.gate,
+		Catalog: s.cached.cat, Tools: s.byID, Run: s.run, ParentCallID: callID, Gate: s.gateOf(),
 		Resources: rt.opts.Resources, RestartSafe: restartSafe, SearchLimit: rt.cm.SearchLimit,
-		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool,
+		Counters: s.rt.counters.get(s.run), CheckTool: rt.checkTool, Results: rt.results,
+		ResultsRunID: s.rootRun(),
 	}
 }
 

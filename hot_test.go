@@ -40,6 +40,8 @@ func suspendResumeTests() map[string]func(*testing.T) {
 		"NamespaceSuspendAndRemoval":  TestNamespaceSuspendAndRemoval,
 		"Trajectory":                  TestTrajectory,
 		"UnawaitedWorkRuns":           TestUnawaitedWorkRuns,
+		"SnapshotLimitHotAndCold":     TestSnapshotLimitHotAndCold, // issue 22 item 5
+		"ResultsAcrossCells":          TestResultsAcrossCells,      // issue 22 item 1
 	}
 }
 

@@ -2,95 +2,80 @@ package codemode
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/runstore"
-	"github.com/codemode-go/codemode/internal/runstore/redisstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 )
 
-// RunStore keeps suspended runs where every process sharing it can resume them (Options.RunStore).
-// Get one from OpenRunStore; its methods are the runtime's business, not the embedder's.
-type RunStore = runstore.Durable
+// RunStore keeps suspended runs — and the values cells save with results.save — where every
+// runtime sharing it can continue them: a run exec suspended in one process is resumed by a wait
+// in another, and a restart loses none. Open one from a configuration's runStore section with
+// OpenRunStore (Redis: standalone, Sentinel or Cluster), or make one in memory with
+// NewMemoryRunStore (several runtimes in one process, tests). Set it as Options.RunStore; see
+// RATIONALE.md for what crosses between processes.
+type RunStore struct {
+	d runstore.Durable
+}
 
-// OpenRunStore connects the shared run store the configuration names (runStore.redis), or
-// returns nil when it names none: a standalone Redis, primaries behind Redis Sentinel, or a
-// Redis Cluster, with the credentials, TLS material and sealing key the configuration points
-// at (environment variables or files, never the file itself). The limits are runtime.suspended's,
-// fleet-wide. An unreachable Redis is not an error — it is logged, every exec and wait that needs
-// the store fails with run_store_error until it answers, and then service resumes — but a
-// missing key, credential or certificate, or a bad URL, is. Close the store after the runtimes
-// that use it.
-func OpenRunStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (RunStore, error) {
-	rc := cfg.RunStore.Redis
-	if rc == nil {
+func init() {
+	// The gateway builds its store from internal parts and hands it to the runtime as this type.
+	runstore.Public = func(d runstore.Durable) any { return &RunStore{d: d} }
+	runstore.Private = func(v any) runstore.Durable { s, _ := v.(*RunStore); return s.durable() }
+}
+
+// ErrNoRedis is OpenRunStore's error when the configuration names runStore.redis and the program
+// does not link the Redis backend (see OpenRunStore).
+var ErrNoRedis = errors.New(`runStore.redis needs the Redis backend: import _ "github.com/codemode-go/codemode/redisstore" (the gateway package links it)`)
+
+// OpenRunStore connects the shared run store the configuration names (runStore.redis), with the
+// fleet-wide limits of runtime.suspended, or returns nil when it names none. The Redis backend
+// is linked only into programs that import github.com/codemode-go/codemode/redisstore (or the
+// gateway package), so a program without a shared store does not carry go-redis: without it,
+// OpenRunStore fails with ErrNoRedis. An unreachable Redis is not an error — it is logged, every
+// exec and wait that needs the store fails with run_store_error until it answers — but a missing
+// key, credential or certificate, or a bad URL, is. Close the store after the runtimes using it.
+func OpenRunStore(ctx context.Context, cfg *config.Config, logger *slog.Logger) (*RunStore, error) {
+	if cfg.RunStore.Redis == nil {
 		return nil, nil
+	}
+	if runstore.OpenRedis == nil {
+		return nil, ErrNoRedis
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	var key [32]byte
-	var err error
-	if rc.KeyEnv != "" {
-		key, err = redisstore.KeyFromEnv(rc.KeyEnv)
-	} else {
-		key, err = keyFromSecret(rc.Key)
-	}
+	lim := suspendedFromConfig(cfg).storeLimits()
+	lim.RecordBytes = max(runstore.DefaultRecordBytes, int(cfg.Tools.CodeMode.MaxSnapshotBytes)+sandbox.MaxStateBytes)
+	d, err := runstore.OpenRedis(ctx, cfg, lim, logger)
 	if err != nil {
 		return nil, err
 	}
-	opt := func(what string, s config.Secret) (string, error) {
-		if s.IsZero() {
-			return "", nil
-		}
-		v, err := s.Resolve()
-		if err != nil {
-			return "", fmt.Errorf("runStore.redis.%s: %w", what, err)
-		}
-		return v, nil
-	}
-	url := rc.URL
-	if url == "" {
-		if url, err = opt("url", rc.URLSecret); err != nil {
-			return nil, err
-		}
-	}
-	o := redisstore.Options{Mode: rc.Mode, URL: url, Addrs: rc.Addrs, MasterName: rc.MasterName, Key: key, Prefix: rc.Prefix,
-		Limits: suspendedFromConfig(cfg).storeLimits(), Timeout: rc.Timeout(), Lease: rc.Takeover()}
-	o.Limits.RecordBytes = max(runstore.DefaultRecordBytes, int(cfg.Tools.CodeMode.MaxSnapshotBytes)+sandbox.MaxStateBytes)
-	if o.Username, err = opt("username", rc.Username); err != nil {
-		return nil, err
-	}
-	if o.Password, err = opt("password", rc.Password); err != nil {
-		return nil, err
-	}
-	if o.SentinelPassword, err = opt("sentinelPassword", rc.SentinelPassword); err != nil {
-		return nil, err
-	}
-	if t := rc.TLS; t != nil {
-		o.TLS = &redisstore.TLSFiles{CAFile: t.CAFile, CertFile: t.CertFile, KeyFile: t.KeyFile, ServerName: t.ServerName}
-	}
-	st, err := redisstore.New(o)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Ping(ctx); err != nil {
-		logger.Warn("run store: Redis does not answer yet (or refuses writes); execs and waits that suspend fail until it does", "mode", st.Mode(), "err", err)
-	}
-	return st, nil
+	return &RunStore{d: d}, nil
 }
 
-// keyFromSecret reads the seal key from runStore.redis.key.
-func keyFromSecret(s config.Secret) ([32]byte, error) {
-	v, err := s.Resolve()
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("runStore.redis.key: %w", err)
+// NewMemoryRunStore makes a run store in this process's memory, shared by every runtime given
+// it: what a fleet does through Redis, within one program (and how the tests exercise it).
+// limits bound it like runtime.suspended bounds a shared store (zero fields: no bound).
+func NewMemoryRunStore(limits SuspendedLimits) *RunStore {
+	return &RunStore{d: runstore.NewMemDurable(limits.storeLimits())}
+}
+
+// Close releases the store's connections. Close it after the runtimes that use it; the records
+// stay in a shared store for the other processes.
+func (s *RunStore) Close() error {
+	if s == nil || s.d == nil {
+		return nil
 	}
-	k, err := redisstore.ParseKey(v)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("runStore.redis.key (%s): %v", s, err)
+	return s.d.Close()
+}
+
+// durable is the store behind s (nil for a nil store).
+func (s *RunStore) durable() runstore.Durable {
+	if s == nil {
+		return nil
 	}
-	return k, nil
+	return s.d
 }

@@ -6,7 +6,9 @@
 // A Runtime is created once per process. For each agent run, Activate turns the run's effective
 // tools into a Surface: the tools the model sees, and a handle that executes the model's exec,
 // wait and direct tool calls for that run (Handle, or Exec and Wait). See the package examples
-// and docs/semantics.md for the contract.
+// and docs/semantics.md for the contract; ids such as (X7) or (W3) in doc comments are its
+// anchors. The gateway package adds the tool sources the binary has: MCP servers, the built-in
+// workspace tools, plugins, and serving over MCP.
 package codemode
 
 import (
@@ -27,11 +29,14 @@ import (
 	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/dispatch"
+	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/quickjs"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/search/embed"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // Options configure a Runtime. The zero value is ready to use: code mode on with the default
@@ -58,8 +63,9 @@ type Options struct {
 	// fallback.
 	Approver api.Approver
 	// Trajectory receives a record of every exec, wait, direct and nested call, approval and
-	// progress update (E2). internal/trajectory's writer (used by `codemode agent --transcript`
-	// and `serve.trajectory`) writes them as JSON Lines; events reach a Trajectory unsanitized.
+	// progress update (E2), unsanitized: the gateway's audit log (serve.trajectory) and
+	// `codemode agent --transcript` write them as bounded, redacted JSON Lines that
+	// `codemode trace` prints.
 	Trajectory api.Trajectory
 	// Resources reaches MCP resources and prompts for MCP.<server>.resources and .prompts.
 	Resources api.Resources
@@ -82,16 +88,33 @@ type Options struct {
 	// bytes (W5), so no client or tenant can use up the store for the others. With a RunStore
 	// the figures are the fleet's (every process must be given the same ones).
 	Suspended SuspendedLimits
-	// Admission, when set, bounds the execs and waits running VMs at once in the process: every
-	// exec and wait queues for a slot (fairly between sessions) and fails with code "overloaded"
-	// when refused. internal/admission's Controller is the gateway's.
-	Admission Admission
-	// RunStore, when set, keeps suspended runs in a store shared by every process configured
-	// with it (runStore.redis in the configuration), so that a wait on any of them resumes a run
-	// any of them started, and a restart loses none. nil keeps them in this process's memory.
-	// OpenRunStore builds one from the configuration. The runtime does not close it. See
-	// RATIONALE.md for what crosses and what does not.
-	RunStore RunStore
+	// Admission, when set, bounds the VMs that run at once, for a runtime that many sessions
+	// share (a server): at most MaxRunning compute at a time (4 × cores by default), their guest
+	// heaps never exceed MemoryBudgetBytes (half the physical memory by default), MaxQueued
+	// more wait their turn, fairly between sessions and principals, and a cell idle on timers or
+	// nested calls gives its CPU share back while it waits. A refused exec or wait fails with
+	// code "overloaded" (a refused wait leaves its run suspended). Zero fields are derived from
+	// the machine; nil means no admission control.
+	Admission *config.Admission
+	// RunStore, when set, keeps suspended runs in a store shared by every runtime given it
+	// (OpenRunStore: runStore.redis in the configuration; NewMemoryRunStore: one process), so
+	// that a wait on any of them resumes a run any of them started, and a restart loses none. nil
+	// keeps them in this runtime's memory. The runtime does not close it. The same store keeps
+	// the values cells save with results.save, so they survive restarts too.
+	RunStore *RunStore
+	// Swarm, when enabled, gives cells agents.run, phase and log to start child agents
+	// (tools.swarm: limits, the children's tools, their model). nil or not Enabled leaves cells
+	// without them: code mode alone never exposes agents.*. Zero limits mean their defaults.
+	Swarm *config.Swarm
+	// Agents runs the child agents. nil: the built-in loop of `codemode agent` against
+	// Swarm.Model, when the program links package agentloop (New fails with ErrNoAgentLoop
+	// otherwise).
+	Agents AgentRunner
+
+	// resultLimits bound the values cells save (runtime.results; set by ConfigOptions).
+	resultLimits results.Limits
+	// admitter replaces the admission controller (tests).
+	admitter admitter
 }
 
 // SuspendedLimits bound suspended runs. A run counts against its session
@@ -99,12 +122,18 @@ type Options struct {
 // there is none). Zero fields mean no bound, except MaxRuns (0: 1024); ConfigOptions fills them
 // from the configuration (runtime.suspended, whose unset figures follow the memory budget).
 type SuspendedLimits struct {
-	MaxRuns              int
-	MaxRunsPerPrincipal  int
-	MaxRunsPerSession    int
-	MaxBytes             int64
+	// MaxRuns bounds the suspended runs in all (with a shared store: fleet-wide).
+	MaxRuns int
+	// MaxRunsPerPrincipal bounds one principal's suspended runs.
+	MaxRunsPerPrincipal int
+	// MaxRunsPerSession bounds one session's suspended runs.
+	MaxRunsPerSession int
+	// MaxBytes bounds what all suspended runs' snapshots take.
+	MaxBytes int64
+	// MaxBytesPerPrincipal bounds one principal's snapshots.
 	MaxBytesPerPrincipal int64
-	MaxBytesPerSession   int64
+	// MaxBytesPerSession bounds one session's snapshots.
+	MaxBytesPerSession int64
 }
 
 // storeLimits maps the limits onto the run stores'.
@@ -120,11 +149,6 @@ func suspendedFromConfig(cfg *config.Config) SuspendedLimits {
 		MaxBytes: s.MaxBytes, MaxBytesPerPrincipal: s.MaxBytesPerPrincipal, MaxBytesPerSession: s.MaxBytesPerSession}
 }
 
-// Admission hands out slots for running VMs, fairly between sessions.
-type Admission interface {
-	Acquire(ctx context.Context, session string) (release func(), err error)
-}
-
 // Defaults of the hot VM bounds.
 const (
 	DefaultHotRuns        = 64
@@ -132,30 +156,33 @@ const (
 )
 
 // ConfigOptions maps a configuration file (the `codemode` command's JSON5 file) onto Options:
-// code mode and its limits, the tool policy, the engine's compilation cache. The caller adds
-// what a file cannot hold (hooks, a logger, tools' resources).
+// code mode and its limits, the tool policy, the engine's compilation cache and the limits of
+// suspended runs and saved results. The caller adds what a file cannot hold (hooks, a logger, a
+// run store) and, for a runtime many sessions share, Admission (the gateway passes
+// runtime.admission: a process-wide budget).
 func ConfigOptions(cfg *config.Config) Options {
 	cm := cfg.Tools.CodeMode
 	cm.Languages = append([]string(nil), cm.Languages...)
 	t := cfg.Tools
+	sw := t.Swarm
+	sw.Tools.Allow, sw.Tools.Deny = slices.Clone(sw.Tools.Allow), slices.Clone(sw.Tools.Deny)
 	return Options{
+		Swarm:    &sw,
 		CodeMode: &cm,
 		Policy: Policy{
 			Allow: slices.Clone(t.Allow), Deny: slices.Clone(t.Deny), DisableTools: t.DisableTools,
 			DirectOnly: slices.Clone(t.DirectOnly), SandboxAllowsMCP: t.Sandbox.AllowsBundleMCP(),
 		},
-		Approvals: approvalsFromConfig(t.Approvals),
-		Engine:    Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
-		Suspended: suspendedFromConfig(cfg),
+		Approvals:    api.Approvals{Rules: slices.Clone(t.Approvals.Rules), ExemptReadOnly: t.Approvals.ExemptReadOnly},
+		Engine:       Engine{CompileCacheDir: cfg.Runtime.CompileCacheDir, NoCompileCache: !cfg.Runtime.CompileCache},
+		Suspended:    suspendedFromConfig(cfg),
+		resultLimits: resultLimitsFromConfig(cfg.Runtime.Results),
 	}
 }
 
-func approvalsFromConfig(a config.Approvals) api.Approvals {
-	out := api.Approvals{ExemptReadOnly: a.ExemptReadOnly}
-	for _, r := range a.Rules {
-		out.Rules = append(out.Rules, api.ApprovalRule{Match: r.Match, Prompt: r.Prompt, Timeout: r.Timeout(), Fallback: r.Fallback})
-	}
-	return out
+func resultLimitsFromConfig(r config.Results) results.Limits {
+	return results.Limits{MaxEntriesPerRun: r.MaxEntriesPerRun, MaxBytesPerRun: r.MaxBytesPerRun,
+		MaxBytesPerOwner: r.MaxBytesPerSession, MaxBytes: r.MaxBytes, TTL: time.Duration(r.TTLSeconds) * time.Second}
 }
 
 // Policy is the tool policy applied to every run before code mode sees the tools (A3).
@@ -219,10 +246,19 @@ type Runtime struct {
 	engineErr error
 	mod       *quickjs.Module
 	store     runstore.Backend
-	durable   *durableRuns // nil without Options.RunStore
+	durable   *durable.Runs // nil without Options.RunStore
 	catalogs  *catalogCache
 	counters  *runCounters
 	gate      *dispatch.Gate
+	// swarm runs the children of agents.run (nil: off); swarmCfg is its configuration.
+	swarm    *swarm.Runtime
+	swarmCfg config.Swarm
+	// results keeps what cells save (results.*) and oversized final values, per run scope.
+	results results.Store
+	// adm hands out the slots of running VMs (Options.Admission); nil without admission control.
+	// admc is the controller behind it, for Stats.
+	adm  admitter
+	admc *admission.Controller
 	// namespaces is the plugin namespace registry (N1); plugins the added plugins.
 	namespaces *namespace.Registry
 	plugins    plugins
@@ -246,16 +282,8 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	for i, r := range opts.Approvals.Rules {
-		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
-			return nil, fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
-		}
-		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
-			return nil, fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
-		}
-		if r.Timeout < 0 {
-			return nil, fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
-		}
+	if err := checkApprovals(opts.Approvals); err != nil {
+		return nil, err
 	}
 	rt := &Runtime{opts: opts, cm: cm, log: log,
 		store:    runstore.NewWithLimits(cm.SnapshotTTL(), opts.Suspended.storeLimits()),
@@ -263,8 +291,32 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		gate: &dispatch.Gate{Hooks: opts.Hooks, Approvals: opts.Approvals, Approver: opts.Approver,
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
-	if opts.RunStore != nil {
-		rt.durable = newDurableRuns(opts.RunStore, log, cm.SnapshotTTL())
+	if opts.Admission != nil {
+		ac := admission.FromSettings(*opts.Admission, cm)
+		ac.OnIdle = quickjs.ReleaseIdleMemory // after a burst, pooled VM memories go back to the OS
+		c := admission.New(ac)
+		quickjs.SetMemoryPoolSize(c.MaxRunning())
+		rt.adm, rt.admc = controllerAdmitter{c}, c
+	}
+	if opts.admitter != nil {
+		rt.adm = opts.admitter
+	}
+	if opts.RunStore != nil && opts.RunStore.d != nil {
+		rt.durable = durable.New(opts.RunStore.d, log, cm.SnapshotTTL())
+	}
+	rt.results = results.NewMemory(opts.resultLimits)
+	if rs, ok := opts.RunStore.durable().(interface {
+		ResultStore(results.Limits) results.Store
+	}); ok {
+		rt.results = rs.ResultStore(opts.resultLimits) // shared and restart-durable, like the runs
+	}
+	sw, swCfg, err := newSwarm(&opts)
+	if err != nil {
+		return nil, err
+	}
+	if sw != nil && cm.Enabled {
+		rt.swarm, rt.swarmCfg = sw, swCfg
+		rt.opts.Agents = opts.Agents // the built-in runner, when newSwarm chose it
 	}
 	if cm.SearchEmbeddings != nil {
 		c, err := newEmbedder(*cm.SearchEmbeddings)
@@ -280,7 +332,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 		}
 	}
 	if rt.engine != nil && rt.durable != nil {
-		rt.engine.SetOwner(rt.durable.owner)
+		rt.engine.SetOwner(rt.durable.Owner())
 	}
 	return rt, nil
 }
@@ -369,6 +421,22 @@ func (rt *Runtime) loadEngine(ctx context.Context) {
 	rt.mod, rt.engine = mod, eng
 }
 
+// checkApprovals rejects rules with invalid patterns, fallbacks or timeouts.
+func checkApprovals(a api.Approvals) error {
+	for i, r := range a.Rules {
+		if _, err := path.Match(r.Match, ""); err != nil || r.Match == "" {
+			return fmt.Errorf("approvals: rule %d: %q is not a valid pattern", i, r.Match)
+		}
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
+			return fmt.Errorf("approvals: rule %d (%s): fallback %q is neither %q nor %q", i, r.Match, r.Fallback, api.FallbackDeny, api.FallbackAllow)
+		}
+		if r.Timeout < 0 {
+			return fmt.Errorf("approvals: rule %d (%s): negative timeout", i, r.Match)
+		}
+	}
+	return nil
+}
+
 // Err reports why the sandbox is unavailable, or nil. With code mode disabled it is always nil.
 func (rt *Runtime) Err() error {
 	if !rt.cm.Enabled {
@@ -391,10 +459,7 @@ func (rt *Runtime) CodeMode() config.CodeMode {
 // existed.
 func (rt *Runtime) CancelRun(runID string) bool {
 	if d := rt.durable; d != nil {
-		d.cancelLocal(runID)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		ok, err := d.store.Cancel(ctx, runID)
+		ok, err := d.Cancel(runID)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a run", "run", runID, "err", err)
 		}
@@ -407,11 +472,15 @@ func (rt *Runtime) CancelRun(runID string) bool {
 // returns the number of runs dropped.
 func (rt *Runtime) EndSession(sessionKey string) int {
 	rt.counters.forgetSession(sessionKey)
+	if rt.results != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := rt.results.DropSession(ctx, sessionKey); err != nil {
+			rt.log.Warn("result store: cannot drop a session's results", "session", sessionKey, "err", err)
+		}
+		cancel()
+	}
 	if d := rt.durable; d != nil {
-		d.cancelSessionLocal(sessionKey)
-		ctx, cancel := storeCtx()
-		defer cancel()
-		n, err := d.store.CancelSession(ctx, sessionKey)
+		n, err := d.EndSession(sessionKey)
 		if err != nil {
 			rt.log.Warn("run store: cannot cancel a session's runs", "session", sessionKey, "err", err)
 		}
@@ -427,13 +496,27 @@ type Stats struct {
 	// SuspendedBytes is what they count against the byte limits (Options.Suspended): their
 	// snapshots, and for a hot run the most its snapshot can take once evicted.
 	SuspendedBytes int
-	// HotRuns is how many of them keep a live VM, holding HotBytes of memory (linear memory
-	// capacity); HotEvictions counts the VMs snapshotted and closed to stay within the bounds.
-	HotRuns      int
-	HotBytes     int64
+	// HotRuns is how many of them keep a live VM, so that wait continues them in place.
+	HotRuns int
+	// HotBytes is the memory those VMs hold (their linear memories' capacity).
+	HotBytes int64
+	// HotEvictions counts the VMs snapshotted and closed to stay within HotRuns and
+	// HotMemoryBytes.
 	HotEvictions int64
 	// RunStore counts what happened with a shared run store (Options.RunStore); zero without one.
 	RunStore RunStoreStats
+	// Admission is the state of admission control (Options.Admission); zero without it.
+	Admission AdmissionStats
+}
+
+// AdmissionStats is the state of admission control.
+type AdmissionStats struct {
+	// Running is the number of VMs computing now, of at most MaxRunning.
+	Running, MaxRunning int
+	// Queued is the number of execs and waits waiting for a slot.
+	Queued int
+	// Rejected counts the execs and waits refused with code "overloaded" since the start.
+	Rejected uint64
 }
 
 // RunStoreStats are counters of a runtime's use of a shared run store, since it started.
@@ -455,13 +538,18 @@ func (rt *Runtime) Stats() Stats {
 	st := Stats{SuspendedRuns: rt.store.Len(), SuspendedBytes: rt.store.Bytes()}
 	if d := rt.durable; d != nil {
 		// This process's share: the runs whose latest VM it holds.
-		st.SuspendedRuns, st.SuspendedBytes = d.stats()
-		st.RunStore = RunStoreStats{Takeovers: d.takeovers.Load(), ReissuedCalls: d.reissued.Load(), LostCalls: d.lost.Load(),
-			BusyWaits: d.busy.Load(), WriteFailures: d.storeFailures.Load()}
+		ds := d.Stats()
+		st.SuspendedRuns, st.SuspendedBytes = ds.Runs, ds.Bytes
+		st.RunStore = RunStoreStats{Takeovers: ds.Takeovers, ReissuedCalls: ds.Reissued, LostCalls: ds.Lost,
+			BusyWaits: ds.Busy, WriteFailures: ds.WriteFailures}
 	}
 	if eng := rt.engine; eng != nil && eng.HotCache() != nil {
 		h := eng.HotCache().Stats()
 		st.HotRuns, st.HotBytes, st.HotEvictions = h.Runs, h.Bytes, h.Evicted
+	}
+	if c := rt.admc; c != nil {
+		st.Admission.Running, st.Admission.Queued, st.Admission.Rejected = c.Stats()
+		st.Admission.MaxRunning = c.MaxRunning()
 	}
 	return st
 }
@@ -475,7 +563,7 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 	if rt.durable == nil {
 		return nil
 	}
-	return rt.durable.drain(ctx)
+	return rt.durable.Drain(ctx)
 }
 
 // Close drops suspended runs, stops the added plugins and releases the module. Execs after Close
@@ -483,7 +571,12 @@ func (rt *Runtime) Drain(ctx context.Context) error {
 func (rt *Runtime) Close() error {
 	rt.store.Close()
 	if rt.durable != nil {
-		rt.durable.close() // the records stay in the store for the other processes
+		rt.durable.Close() // the records stay in the store for the other processes
+	}
+	if rt.swarm != nil {
+		// The runs are gone and their children cancelled: give them a moment to record how
+		// they ended (and to leave the engine) before it closes.
+		rt.swarm.Idle(2 * time.Second)
 	}
 	err := rt.stopPlugins(context.Background())
 	if rt.mod != nil {

@@ -186,24 +186,24 @@ func TestErrorsAModelCanActOn(t *testing.T) {
 			[]string{`SyntaxError: unexpected end of the code: the "(" at line 1:8 is never closed (line 1:12)`}, []string{`'}'`}},
 		{"syntax: TypeScript", "typescript", "const n: number = (1 +", api.CodeInvalidInput,
 			[]string{`the "(" at line 1:19 is never closed (line 1:23)`}, []string{`"}"`}},
-		{"syntax: runtime error position through TypeScript", "typescript", "type T = { a: number }\nconst t: T | null = null\nreturn t!.a", "",
+		{"syntax: runtime error position through TypeScript", "typescript", "type T = { a: number }\nconst t: T | null = null\nreturn t!.a", api.CodeCellError,
 			[]string{"TypeError: cannot read property 'a' of null (line 3:"}, nil},
-		{"MCP tool by its real name", "javascript", `return await MCP.github.create_issue({title: "x"})`, "",
-			[]string{"MCP.github.create_issue is not a function", "did you mean MCP.github.createIssue?", "[unknown_tool] (line 1:14)"}, []string{"not a function (line"}},
-		{"unknown MCP server", "javascript", `return await MCP.githb.createIssue({title: "x"})`, "",
+		{"MCP tool by its real name", "javascript", `return await MCP.github.create_issue({title: "x"})`, api.CodeCellError,
+			[]string{"MCP.github.create_issue is not a function", "did you mean MCP.github.createIssue?", "[unknown_tool] (line 1:"}, []string{"not a function (line"}},
+		{"unknown MCP server", "javascript", `return await MCP.githb.createIssue({title: "x"})`, api.CodeCellError,
 			[]string{"MCP.githb is undefined", "did you mean MCP.github?", "[unknown_server]"}, nil},
-		{"unknown convenience name", "javascript", `return await tools.ech({})`, "",
+		{"unknown convenience name", "javascript", `return await tools.ech({})`, api.CodeCellError,
 			[]string{"tools.ech is not a function", "did you mean tools.echo?"}, nil},
-		{"MCP tool on tools", "javascript", `return await tools.create_issue({title: "x"})`, "",
+		{"MCP tool on tools", "javascript", `return await tools.create_issue({title: "x"})`, api.CodeCellError,
 			[]string{"call MCP.github.createIssue({...})"}, nil},
-		{"unknown catalog id", "javascript", `return await tools.callValue("echo", {})`, "",
+		{"unknown catalog id", "javascript", `return await tools.callValue("echo", {})`, api.CodeCellError,
 			[]string{`unknown tool id "echo"; did you mean "native:core:echo"?`}, nil},
-		{"unknown id to describe", "javascript", `return await tools.describe("native:app:reed")`, "",
+		{"unknown id to describe", "javascript", `return await tools.describe("native:app:reed")`, api.CodeCellError,
 			[]string{`did you mean "native:core:read"?`}, nil},
-		{"input fails the schema", "javascript", `return await tools.strict({count: 0, tags: [1], extra: true})`, "",
+		{"input fails the schema", "javascript", `return await tools.strict({count: 0, tags: [1], extra: true})`, api.CodeCellError,
 			[]string{"native:app:strict was not called: the input does not match its input schema",
 				"input: additional properties 'extra' not allowed", "input.count: minimum: got 0, want 1", "input.tags[0]: got number, want string", "[invalid_input]"}, nil},
-		{"MCP input fails the schema", "javascript", `return await MCP.github.createIssue({body: "no title"})`, "",
+		{"MCP input fails the schema", "javascript", `return await MCP.github.createIssue({body: "no title"})`, api.CodeCellError,
 			[]string{"mcp:github:create_issue was not called", "input: missing property 'title'"}, nil},
 	}
 	for _, tc := range cases {
@@ -231,11 +231,11 @@ func TestErrorsAModelCanActOn(t *testing.T) {
 	got := mustComplete(t, execCode(t, s, `
 		let e1, e2;
 		try { await tools.strict({count: "3"}) } catch (e) { e1 = [e.name, e.code, e.details.failures] }
-		try { MCP.github.nope } catch (e) { e2 = [e instanceof TypeError, e.code] }
+		e2 = [typeof MCP.github.nope, "nope" in MCP.github] // issue 22 item 4: feature detection
 		const ok = await tools.strict({count: 3, tags: ["a"]});
 		const lax = await tools.lax({anything: [1, 2]});
 		return {e1, e2, ok, lax}`))
-	want := `{"e1":["TypeError","invalid_input",["input.count: got string, want integer"]],"e2":[true,"unknown_tool"],"ok":{"ok":true},"lax":{"ran":true}}`
+	want := `{"e1":["TypeError","invalid_input",["input.count: got string, want integer"]],"e2":["undefined",false],"ok":{"ok":true},"lax":{"ran":true}}`
 	if got != want {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}

@@ -11,14 +11,22 @@ import (
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
+	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/namespace"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // ModelTool is a tool definition as the model receives it.
 type ModelTool struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title,omitempty"`
-	Description string          `json:"description"`
+	// Name is the name the model calls the tool by: "exec", "wait", or a direct tool's name.
+	Name string `json:"name"`
+	// Title is an optional human-readable title.
+	Title string `json:"title,omitempty"`
+	// Description is what the model reads about the tool; exec's carries the instructions for
+	// writing cells and the catalog's quick index.
+	Description string `json:"description"`
+	// InputSchema is the JSON Schema of the tool's arguments, as the provider's tool
+	// definition takes it.
 	InputSchema json.RawMessage `json:"inputSchema"`
 	// OutputSchema describes the tool's structured result (its details / structuredContent).
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
@@ -51,6 +59,12 @@ type Surface struct {
 	// between runs with identical definitions, but execution always uses the run's tools (A9).
 	byID   map[string]*api.Tool
 	byName map[string]*api.Tool
+	// eff are the run's effective tools in order (what a child's tools are taken from).
+	eff []*api.Tool
+	// child is set on a child agent's surface (agents.run): its depth, its parent call.
+	child *childInfo
+	// gate replaces the runtime's for this surface's calls (WithApprovals); nil: the runtime's.
+	gate *dispatch.Gate
 }
 
 // Active reports whether code mode replaced the run's tool list with exec, wait and the
@@ -123,6 +137,9 @@ func (s *Surface) APIFile(path string) (string, error) {
 	if s.cached == nil {
 		return "", fmt.Errorf("code mode is not active in this run")
 	}
+	if path == swarm.FilePath && s.swarmOn() {
+		return s.rt.swarm.DTS(s.depth()), nil
+	}
 	return s.cached.cat.APIRead(path)
 }
 
@@ -135,6 +152,30 @@ func (s *Surface) ForRun(rc api.RunContext) *Surface {
 	return &c
 }
 
+// WithApprovals returns the same surface with another approval policy for the calls of its
+// runs — nested, namespace and direct calls — in place of Options.Approvals; the hooks and the
+// Approver stay the runtime's. A gateway that serves several clients from one Runtime gives
+// each its own rules this way. Waits must use a surface with the same rules as the exec that
+// suspended the run. It fails on a rule whose pattern or fallback is invalid.
+func (s *Surface) WithApprovals(a api.Approvals) (*Surface, error) {
+	if err := checkApprovals(a); err != nil {
+		return nil, err
+	}
+	g := *s.rt.gate
+	g.Approvals = a
+	c := *s
+	c.gate = &g
+	return &c, nil
+}
+
+// gateOf is the gate of the surface's calls.
+func (s *Surface) gateOf() *dispatch.Gate {
+	if s.gate != nil {
+		return s.gate
+	}
+	return s.rt.gate
+}
+
 func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
 	p := rt.opts.Policy
 	return catalog.Policy{Allow: p.Allow, Deny: p.Deny, DisableTools: p.DisableTools || rc.DisableTools || rc.Raw}
@@ -145,10 +186,15 @@ func (rt *Runtime) policy(rc api.RunContext) catalog.Policy {
 // Options.Policy applies first (A3); tools named in Policy.DirectOnly, or declaring DirectOnly,
 // stay model-visible; every other tool is catalogued behind exec (A5–A6).
 func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
-	tools = append(slices.Clip(tools), rt.pluginTools()...)
+	return rt.activate(rc, append(slices.Clip(tools), rt.pluginTools()...), nil)
+}
+
+// activate is Activate over the given tools (plugin tools included); child is set for a child
+// agent's surface.
+func (rt *Runtime) activate(rc api.RunContext, tools []*api.Tool, child *childInfo) *Surface {
 	pol := rt.policy(rc)
 	s := &Surface{rt: rt, run: rc, byID: map[string]*api.Tool{}, byName: map[string]*api.Tool{},
-		direct: map[string]bool{}}
+		direct: map[string]bool{}, child: child}
 	directOnly := map[string]bool{}
 	for _, n := range rt.opts.Policy.DirectOnly {
 		directOnly[n] = false // true once it matched a tool
@@ -184,14 +230,20 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		eff = append(eff, t)
 		s.byID[id] = t
 	}
+	s.eff = eff
 	for _, n := range rt.opts.Policy.DirectOnly {
 		if !directOnly[n] {
 			s.warn(fmt.Sprintf("directOnly entry %q matches no tool of this run (give a tool name or a catalog id such as native:core:read or mcp:server:tool)", n))
 		}
 	}
-	if !rt.cm.Enabled || pol.NoTools() {
-		// A4, A7: exposure unchanged (and no tools at all for a no-tool run).
-		for _, t := range eff {
+	if !rt.cm.PrefersModel(rc.Model) || pol.NoTools() {
+		// A4, A7: exposure unchanged (and no tools at all for a no-tool run); with activation
+		// "auto", also for a model that does not prefer code mode (issue 22 item 9).
+		list := eff
+		if child != nil && child.submit != nil && !pol.NoTools() {
+			list = append([]*api.Tool{child.submit.tool()}, eff...) // see below
+		}
+		for _, t := range list {
 			if _, dup := s.byName[t.Name]; dup {
 				s.warn(fmt.Sprintf("two tools are named %q; the model sees only %s", t.Name, s.byName[t.Name].ID()))
 				continue
@@ -213,8 +265,14 @@ func (rt *Runtime) Activate(rc api.RunContext, tools []*api.Tool) *Surface {
 		s.warn(w)
 	}
 	s.namespaces = rt.namespaces.Visible(func(id string) bool { return cat.Lookup(id) != nil })
-	s.tools = []ModelTool{rt.execTool(cat, s.namespaces), waitTool()}
-	for _, t := range s.cached.cat.DirectOnly {
+	s.tools = []ModelTool{rt.execTool(cat, s.namespaces, s.swarmOn()), waitTool()}
+	direct := s.cached.cat.DirectOnly
+	if child != nil && child.submit != nil {
+		// A child asked for a structured result submits it with this tool: model-visible,
+		// outside the policy and the catalog (it is the runtime's, not a tool of the run).
+		direct = append([]*api.Tool{child.submit.tool()}, direct...)
+	}
+	for _, t := range direct {
 		if _, dup := s.byName[t.Name]; dup || t.Name == "exec" || t.Name == "wait" {
 			s.warn(fmt.Sprintf("direct-only tool %s is not shown: its name %q is taken", t.ID(), t.Name))
 			continue
@@ -302,14 +360,13 @@ func fingerprint(tools []*api.Tool) string {
 		field(t.Description)
 		field(string(t.InputSchema))
 		field(string(t.OutputSchema))
-		flags := "--"
-		if t.DirectOnly {
-			flags = "d" + flags[1:]
+		flags := []byte("----")
+		for i, on := range []bool{t.DirectOnly, t.ReadOnly, t.Untrusted, t.Sequential} {
+			if on {
+				flags[i] = "drus"[i]
+			}
 		}
-		if t.ReadOnly {
-			flags = flags[:1] + "r"
-		}
-		field(flags)
+		field(string(flags))
 		if si := t.Server; si != nil { // server search evidence (issue 23)
 			field(si.Name + "\x00" + si.Title + "\x00" + si.Description + "\x00" + si.Instructions)
 		}
@@ -319,12 +376,19 @@ func fingerprint(tools []*api.Tool) string {
 
 // execSchemaTemplate is the exec tool's input schema: `language` is a flat string enum, never a
 // oneOf/anyOf (X2: some providers reject those).
-const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."}},"required":["code"],"additionalProperties":false}`
+// It lists every field exec accepts, flat (issue 21 item 5): `command` (X1's alias of code) and
+// an optional `title`, so schema-checking clients accept them; code-or-command is checked by
+// exec itself, since a flat schema cannot say "one of".
+const execSchemaTemplate = `{"type":"object","properties":{"code":{"type":"string","description":"The body of an async JavaScript function: use await, return the result."},"language":{"type":"string","enum":LANGS,"default":"javascript"},"title":{"type":"string","description":"Optional short label for this cell (at most 120 characters), shown in progress and logs."},"restartSafe":{"type":"boolean","description":"Read-only work: refuse tools that are not replay-safe."},"command":{"type":"string","description":"Alias of code, for hook policies: give code (or command, not different values)."}},"additionalProperties":false}`
 
-func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry) ModelTool {
+func (rt *Runtime) execTool(cat *catalog.Catalog, ns []*namespace.Entry, swarmOn bool) ModelTool {
 	langs, _ := json.Marshal(rt.cm.Languages)
 	schema := strings.Replace(execSchemaTemplate, "LANGS", string(langs), 1)
-	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages, ns), InputSchema: json.RawMessage(schema)}
+	swarmPrompt := ""
+	if swarmOn {
+		swarmPrompt = rt.swarm.Prompt()
+	}
+	return ModelTool{Name: "exec", Description: execDescription(cat, rt.cm.Languages, ns, swarmPrompt), InputSchema: json.RawMessage(schema)}
 }
 
 func waitTool() ModelTool {

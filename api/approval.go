@@ -31,6 +31,8 @@ const (
 
 // Approvals is the approval policy of a runtime.
 type Approvals struct {
+	// Rules are tried in order; the first whose Match fits a call decides that it needs a
+	// person's approval, and how.
 	Rules []ApprovalRule
 	// ExemptReadOnly lets tools declared ReadOnly run without approval even when a rule matches.
 	ExemptReadOnly bool
@@ -43,21 +45,27 @@ type ApprovalRequest struct {
 	// Tool is the catalog id of a nested call, or the name of a direct tool.
 	Tool string `json:"tool"`
 	// Input is the call's input, after hooks.
-	Input  json.RawMessage `json:"input"`
-	Prompt string          `json:"prompt"`
+	Input json.RawMessage `json:"input"`
+	// Prompt is what the person is asked: the matching rule's or hook's prompt, or a
+	// description of the call.
+	Prompt string `json:"prompt"`
 	// Expires is when the request is rejected if nobody decided.
 	Expires time.Time `json:"expiresAt"`
 	// ReadOnly says the tool declares itself free of side effects.
 	ReadOnly bool `json:"readOnly,omitempty"`
 	// Fallback is what the policy says when nobody can be asked: FallbackDeny or FallbackAllow.
 	Fallback string `json:"fallback,omitempty"`
-	// Run is the run the call belongs to; RunID is its code-mode runId when it has one.
-	Run   RunContext `json:"-"`
-	RunID string     `json:"-"`
+	// Run is the run the call belongs to.
+	Run RunContext `json:"-"`
+	// RunID is the code-mode runId of the suspended run the call belongs to, when it has one
+	// (what Surface.Decide takes).
+	RunID string `json:"-"`
 }
 
 // Decision is a verdict on an ApprovalRequest.
 type Decision struct {
+	// Approve lets the call run; false rejects it (the cell gets a catchable error with code
+	// "not_approved").
 	Approve bool
 	// Reason is shown to the cell when the call is rejected, and kept in the trajectory.
 	Reason string
@@ -74,6 +82,8 @@ var ErrNoApprover = errors.New("no person can be asked to approve this call")
 // Without an Approver, approval-gated nested calls suspend the run: exec or wait returns waiting
 // with reason "approval", and the embedder calls Surface.Decide.
 type Approver interface {
+	// Ask puts req to a person and returns their decision; ErrNoApprover when nobody can be
+	// asked (the rule's Fallback applies), another error rejects the call.
 	Ask(ctx context.Context, req ApprovalRequest) (Decision, error)
 }
 

@@ -7,10 +7,16 @@ import "encoding/json"
 // to give a cell a code to branch on (`e.code === "not_found"`); any other error becomes an
 // Error with code "tool_error".
 type ToolError struct {
-	Name    string          `json:"name"` // "Error", "TypeError", "RangeError"…
-	Message string          `json:"message"`
-	Code    string          `json:"code,omitempty"`
+	// Name is the guest error's constructor name: "Error", "TypeError", "RangeError"…
+	Name string `json:"name"`
+	// Message is the error's message, as the cell reads e.message.
+	Message string `json:"message"`
+	// Code is a stable, machine-readable reason the cell can branch on (e.code), such as
+	// "not_found" or "not_approved".
+	Code string `json:"code,omitempty"`
+	// Details is optional JSON the cell reads as e.details.
 	Details json.RawMessage `json:"details,omitempty"`
 }
 
+// Error returns the message.
 func (e *ToolError) Error() string { return e.Message }

@@ -25,9 +25,12 @@ type ToolCallEvent struct {
 	// ToolKind is ToolKindCodeModeExec for a code-mode exec, ToolKindTool for nested calls.
 	ToolKind string `json:"toolKind"`
 	// ToolInputKind is "javascript" or "typescript" for a code-mode exec.
-	ToolInputKind string          `json:"toolInputKind,omitempty"`
-	Input         json.RawMessage `json:"input"`
-	Run           RunContext      `json:"run"`
+	ToolInputKind string `json:"toolInputKind,omitempty"`
+	// Input is the call's input as it would run: the model's or the cell's, after earlier
+	// hooks' rewrites.
+	Input json.RawMessage `json:"input"`
+	// Run is the run the call belongs to: who asked, through which channel, with which model.
+	Run RunContext `json:"run"`
 	// ParentCallID identifies the code-mode exec call that made a nested call.
 	ParentCallID string `json:"parentCallId,omitempty"`
 	// Nested is true for calls made from a cell.
@@ -36,16 +39,18 @@ type ToolCallEvent struct {
 
 // HookDecision is a hook's verdict. The zero value lets the call proceed unchanged.
 type HookDecision struct {
-	// Block refuses the call with Reason (the guest sees a catchable error).
-	Block  bool
+	// Block refuses the call (the guest sees a catchable error with code "blocked").
+	Block bool
+	// Reason says why it was blocked: the cell and the trajectory see it.
 	Reason string
 	// Input, when non-nil, replaces the call's input (a trusted rewrite). The rewritten input is
 	// what runs; the trajectory keeps both.
 	Input json.RawMessage
 	// RequireApproval makes the call wait for a person's decision (see Approver), whatever the
-	// approval rules say; ApprovalPrompt is shown to that person.
+	// approval rules say.
 	RequireApproval bool
-	ApprovalPrompt  string
+	// ApprovalPrompt is shown to that person ("" means a description of the call).
+	ApprovalPrompt string
 }
 
 // BeforeToolCallHook inspects, rewrites or blocks a call before it runs. Hooks run in

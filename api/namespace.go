@@ -15,10 +15,12 @@ type Namespace struct {
 	// GlobalName is the guest global: a JavaScript identifier that is not a built-in global of
 	// code mode (tools, namespaces, text, json, yield_control, MCP, API, ALL_TOOLS…).
 	GlobalName string
-	// Description and Prompt are appended to the exec description when the namespace is visible
-	// in a run (Q4). Keep them to the namespace's contract.
+	// Description is appended to the exec description when the namespace is visible in a run:
+	// what the namespace is for, in a sentence. Keep it to the namespace's contract.
 	Description string
-	Prompt      string
+	// Prompt follows it: how to call the namespace's members ("Git.log({limit}) returns
+	// {commits: […]}").
+	Prompt string
 	// RequiredToolNames are the plugin's tools behind the namespace. It is visible in a run only
 	// when every one of them is in the run's catalog and owned by the registering plugin (N2), and
 	// a callable may only target one of them.
@@ -32,6 +34,7 @@ type Namespace struct {
 
 // NamespaceContext is what CreateScope knows about the run (N3).
 type NamespaceContext struct {
+	// Run is the run the scope is built for (agent, session, run ids, sender, channel, model).
 	Run RunContext
 	// Config is the plugin's configuration, as the loader passed it (may be nil).
 	Config json.RawMessage

@@ -15,9 +15,12 @@ import (
 type Source string
 
 const (
-	// SourceNative covers core tools and plugin tools ("openclaw" in the original design).
+	// SourceNative covers the built-in tools, the embedding program's own tools and plugin
+	// tools: code the process runs itself (trusted metadata).
 	SourceNative Source = "native"
-	SourceMCP    Source = "mcp"
+	// SourceMCP is a tool of an MCP server the gateway connects (untrusted metadata).
+	SourceMCP Source = "mcp"
+	// SourceClient is a tool the run's client brings along (untrusted metadata).
 	SourceClient Source = "client"
 )
 
@@ -60,6 +63,16 @@ type Tool struct {
 	DirectOnly bool
 	// ReadOnly declares the tool free of side effects and safe to replay after a restart (W6).
 	ReadOnly bool
+	// Untrusted says the tool's results carry content from outside the operator's control (a
+	// web page, an MCP server not configured as trusted, a client): what a cell prints or
+	// returns after receiving one reaches the model inside an untrusted-content marking
+	// (docs/semantics.md §11). The MCP layer sets it for every server without `trusted: true`;
+	// set it on your own tools that relay outside content.
+	Untrusted bool
+	// Sequential says the tool must not run concurrently with itself or with the other
+	// sequential tools of the same owner (a browser, a session): a run's calls to them start
+	// one at a time, in call order, even under Promise.all. Other calls stay parallel.
+	Sequential bool
 
 	// Annotations are MCP tool annotations (behaviour hints such as readOnlyHint) as JSON. For
 	// MCP tools they are the server's own bytes: untrusted, shown to clients in direct exposure,
@@ -84,9 +97,13 @@ type Tool struct {
 // title and description, and the instructions it gives clients. Every field is the server's own
 // text, bounded in size by the MCP layer.
 type ServerInfo struct {
-	Name         string
-	Title        string
-	Description  string
+	// Name is serverInfo.name.
+	Name string
+	// Title is serverInfo.title.
+	Title string
+	// Description is serverInfo.description.
+	Description string
+	// Instructions are what the server tells its clients about using it.
 	Instructions string
 }
 
@@ -105,9 +122,12 @@ func (t *Tool) ID() string {
 
 // Call is one invocation of a tool.
 type Call struct {
+	// ToolID is the called tool's catalog id.
 	ToolID string
-	Input  json.RawMessage
-	Run    RunContext
+	// Input is the call's JSON input object (after hooks' rewrites).
+	Input json.RawMessage
+	// Run is the run the call belongs to.
+	Run RunContext
 	// ParentCallID is the code-mode exec call that made this nested call, if any.
 	ParentCallID string
 	// Update streams partial progress when the caller supports it (may be nil).
@@ -117,9 +137,13 @@ type Call struct {
 // Result is what a tool returns: content blocks for a human or model, and a JSON `details` value
 // for programs (tools.callValue returns it).
 type Result struct {
-	Content []ContentBlock  `json:"content"`
+	// Content is what a person or a model reads: text, images, resources.
+	Content []ContentBlock `json:"content"`
+	// Details is the tool's JSON value: what tools.callValue returns to a cell, checked
+	// against the tool's OutputSchema.
 	Details json.RawMessage `json:"details,omitempty"`
-	IsError bool            `json:"isError,omitempty"`
+	// IsError is the tool's own verdict that the call failed (the cell still gets the result).
+	IsError bool `json:"isError,omitempty"`
 	// Raw is the upstream's CallToolResult exactly as received (MCP tools only). A gateway that
 	// exposes the tool directly sends it unchanged: content blocks byte for byte, with their
 	// annotations and _meta, and structuredContent only if the upstream sent one.
@@ -128,20 +152,30 @@ type Result struct {
 
 // ContentBlock is one piece of a tool result (MCP-compatible shape).
 type ContentBlock struct {
-	Type     string          `json:"type"` // text | image | audio | resource | resource_link
-	Text     string          `json:"text,omitempty"`
-	Data     string          `json:"data,omitempty"` // base64 for image/audio
-	MimeType string          `json:"mimeType,omitempty"`
-	URI      string          `json:"uri,omitempty"`
+	// Type is "text", "image", "audio", "resource" or "resource_link".
+	Type string `json:"type"`
+	// Text is a text block's text.
+	Text string `json:"text,omitempty"`
+	// Data is an image or audio block's bytes, base64-encoded.
+	Data string `json:"data,omitempty"`
+	// MimeType is the media type of an image, audio or linked resource.
+	MimeType string `json:"mimeType,omitempty"`
+	// URI is a resource_link's target.
+	URI string `json:"uri,omitempty"`
+	// Resource is an embedded resource ({uri, mimeType, text or blob}), as JSON.
 	Resource json.RawMessage `json:"resource,omitempty"`
-	// resource_link fields.
-	Name        string `json:"name,omitempty"`
-	Title       string `json:"title,omitempty"`
+	// Name is a resource_link's name.
+	Name string `json:"name,omitempty"`
+	// Title is a resource_link's human-readable title.
+	Title string `json:"title,omitempty"`
+	// Description is a resource_link's description.
 	Description string `json:"description,omitempty"`
-	Size        *int64 `json:"size,omitempty"`
-	// Annotations (audience, priority, lastModified) and _meta, as JSON.
+	// Size is a resource_link's size in bytes, when known.
+	Size *int64 `json:"size,omitempty"`
+	// Annotations (audience, priority, lastModified) as JSON.
 	Annotations json.RawMessage `json:"annotations,omitempty"`
-	Meta        json.RawMessage `json:"_meta,omitempty"`
+	// Meta is the block's _meta, as JSON.
+	Meta json.RawMessage `json:"_meta,omitempty"`
 }
 
 // TextResult is a convenience for tools that return text and a JSON details value.
@@ -179,13 +213,14 @@ type RunContext struct {
 	// RunID identifies one agent run (one user turn and its tool calls) within the session; a
 	// wait from another run of the same session is refused when both ids are known.
 	RunID string `json:"runId,omitempty"`
-	// Model and Provider name the model the run talks to ("gpt-4.1", "openai").
-	Model    string `json:"model,omitempty"`
+	// Model names the model the run talks to ("gpt-4.1"); activation "auto" decides by it.
+	Model string `json:"model,omitempty"`
+	// Provider names the model's provider ("openai", "anthropic").
 	Provider string `json:"provider,omitempty"`
-	// SenderID is who sent the turn (a user id); Channel is where it came from ("cli", "mcp", a
-	// chat channel).
+	// SenderID is who sent the turn (a user id).
 	SenderID string `json:"senderId,omitempty"`
-	Channel  string `json:"channel,omitempty"`
+	// Channel is where the turn came from ("cli", "mcp", a chat channel).
+	Channel string `json:"channel,omitempty"`
 	// DisableTools marks a run that intentionally has no tools (A7).
 	DisableTools bool `json:"disableTools,omitempty"`
 	// Raw marks a raw model call without tools (A7).
@@ -198,7 +233,10 @@ type RunContext struct {
 // Plugin is a set of native tools owned by one plugin id, with a lifecycle. Its tools are
 // catalogued as native:<ID>:<tool> (Owner is set to ID), after the core tools (K1).
 type Plugin struct {
-	ID    string
+	// ID names the plugin (1–64 of a–z, 0–9, _ and -; not "core" or "app"): its tools are
+	// native:<ID>:<name>.
+	ID string
+	// Tools are the plugin's tools; their Owner is set to ID.
 	Tools []*Tool
 	// Namespaces are the plugin's domain APIs for cells (docs/semantics.md, §10), backed by its Tools. They are
 	// registered when the plugin is added and cleared when it is removed.
@@ -215,8 +253,12 @@ type Plugin struct {
 // MCP.<server>.resources and MCP.<server>.prompts. The MCP layer implements it; results are the
 // servers' JSON responses.
 type Resources interface {
+	// ListResources answers resources/list of server.
 	ListResources(ctx context.Context, server string) (json.RawMessage, error)
+	// ReadResource answers resources/read of uri on server.
 	ReadResource(ctx context.Context, server, uri string) (json.RawMessage, error)
+	// ListPrompts answers prompts/list of server.
 	ListPrompts(ctx context.Context, server string) (json.RawMessage, error)
+	// GetPrompt answers prompts/get of name with args (a JSON object) on server.
 	GetPrompt(ctx context.Context, server, name string, args json.RawMessage) (json.RawMessage, error)
 }

@@ -3,39 +3,23 @@ package config
 import (
 	pathpkg "path"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
-// Approvals is tools.approvals: which calls need a person's decision before they run. It applies
-// to every call through the one gate — nested calls of cells, namespace calls and the model's
+// tools.approvals says which calls need a person's decision before they run. It applies to
+// every call through the one gate — nested calls of cells, namespace calls and the model's
 // direct calls. Written either as a list of rules (the shorthand) or as
 // {rules: [...], exemptReadOnly: true}; a rule is a pattern string or an object:
 //
 //	approvals: ["native:core:write", {match: "mcp:*:delete*", prompt: "Delete?", timeoutSeconds: 120, fallback: "deny"}]
-type Approvals struct {
-	Rules []ApprovalRule
-	// ExemptReadOnly lets tools declared read-only run without approval even when a rule matches.
-	ExemptReadOnly bool
-}
-
-// ApprovalRule is one rule of tools.approvals.
-type ApprovalRule struct {
-	// Match is a tool name or catalog id, with '*' and '?' globs ("mcp:github:*").
-	Match string
-	// Prompt is shown to the person; "" describes the call.
-	Prompt string
-	// TimeoutSeconds is how long a decision may take (1–86400); 0 means the run's
-	// snapshotTtlSeconds. An undecided call is then rejected.
-	TimeoutSeconds int
-	// Fallback is what happens when nobody can be asked: "deny" (the default) or "allow".
-	Fallback string
-}
-
-// Timeout is TimeoutSeconds as a duration (0 when unset).
-func (r ApprovalRule) Timeout() time.Duration { return time.Duration(r.TimeoutSeconds) * time.Second }
+//
+// It decodes into api.Approvals, the type the runtime takes: timeoutSeconds (1–86400) becomes
+// the rule's Timeout; unset, it is the run's snapshotTtlSeconds.
 
 var approvalRuleKeys = []string{"match", "prompt", "timeoutSeconds", "fallback"}
 
-func (d *decoder) approvals(p path, v any, a *Approvals) {
+func (d *decoder) approvals(p path, v any, a *api.Approvals) {
 	var rules any
 	switch x := v.(type) {
 	case []any:
@@ -59,7 +43,7 @@ func (d *decoder) approvals(p path, v any, a *Approvals) {
 	}
 	for i, e := range list {
 		ep := p.index(i)
-		var r ApprovalRule
+		var r api.ApprovalRule
 		switch x := e.(type) {
 		case string:
 			r.Match = x
@@ -67,7 +51,9 @@ func (d *decoder) approvals(p path, v any, a *Approvals) {
 			m, _ := d.object(ep, x, approvalRuleKeys...)
 			d.setString(ep, m, "match", &r.Match)
 			d.setString(ep, m, "prompt", &r.Prompt)
-			setInt(d, ep, m, "timeoutSeconds", 1, 86400, &r.TimeoutSeconds)
+			var secs int
+			setInt(d, ep, m, "timeoutSeconds", 1, 86400, &secs)
+			r.Timeout = time.Duration(secs) * time.Second
 			d.setString(ep, m, "fallback", &r.Fallback)
 			if _, ok := m["match"]; !ok {
 				d.errorf(ep, "a rule needs `match` (a tool name or catalog id pattern)")
@@ -85,7 +71,7 @@ func (d *decoder) approvals(p path, v any, a *Approvals) {
 			d.errorf(ep, "%q is not a valid pattern (globs are * and ?)", r.Match)
 			continue
 		}
-		if r.Fallback != "" && r.Fallback != "deny" && r.Fallback != "allow" {
+		if r.Fallback != "" && r.Fallback != api.FallbackDeny && r.Fallback != api.FallbackAllow {
 			d.errorf(ep, "fallback must be \"deny\" or \"allow\", not %q", r.Fallback)
 			continue
 		}

@@ -20,6 +20,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 // Config is a parsed configuration file.
@@ -28,11 +30,18 @@ type Config struct {
 	// process's current directory; a relative path is relative to that directory, not to the
 	// config file's.
 	Workspace string
-	Tools     Tools
-	MCP       MCP
-	Plugins   Plugins
-	Runtime   Runtime
-	Serve     Serve
+	// Tools is which tools a run gets and how code mode exposes them (the tools section).
+	Tools Tools
+	// MCP is the MCP servers the gateway connects (the mcp section).
+	MCP MCP
+	// Plugins are the bundled plugins, each off unless enabled (the plugins section).
+	Plugins Plugins
+	// Runtime is the engine's compilation cache and the process's limits: admission control,
+	// suspended runs, saved results (the runtime section).
+	Runtime Runtime
+	// Serve is how `codemode serve` exposes itself: the HTTP listener, principals, OAuth, the
+	// audit log (the serve section).
+	Serve Serve
 	// RunStore says where suspended runs live (default: in the process).
 	RunStore RunStore
 }
@@ -51,7 +60,10 @@ type GitPlugin struct {
 
 // Tools is the `tools` section: which tools a run gets and how code mode exposes them.
 type Tools struct {
+	// CodeMode is the code-mode switch and its limits.
 	CodeMode CodeMode
+	// Swarm lets cells start child agents (agents.run, phase, log); off by default.
+	Swarm Swarm
 
 	// Allow, when non-nil, is the only set of tools a run may use: tool names or catalog ids
 	// ("read", "native:core:*", "mcp:github:*"), with '*' and '?' globs. nil means the key was
@@ -67,11 +79,14 @@ type Tools struct {
 	// code mode's own tools and are rejected here.
 	DirectOnly []string
 	// Approvals says which calls need a person's decision before they run.
-	Approvals Approvals
+	Approvals api.Approvals
 
-	Exec     Exec
+	// Exec is the built-in shell tool (off by default).
+	Exec Exec
+	// WebFetch is the built-in HTTP fetch tool (on by default).
 	WebFetch WebFetch
-	Sandbox  Sandbox
+	// Sandbox is the tool policy of sandboxed agents (C4).
+	Sandbox Sandbox
 }
 
 // NoTools reports whether the configuration intentionally gives runs no tools, either with
@@ -84,6 +99,7 @@ func (t Tools) NoTools() bool {
 // hidden from the model under code mode and catalogued as native:core:exec, so it never clashes
 // with code mode's own `exec` (A11).
 type Exec struct {
+	// Enabled adds the shell tool (default false).
 	Enabled bool
 }
 
@@ -104,6 +120,7 @@ func (w WebFetch) Timeout() time.Duration { return time.Duration(w.TimeoutMs) * 
 
 // Sandbox is the tool policy for sandboxed agents, kept as the contract's switch (docs/semantics.md, C4).
 type Sandbox struct {
+	// Tools is what sandboxed agents may use beyond their policy.
 	Tools SandboxTools
 }
 
@@ -141,8 +158,11 @@ func (m MCP) ServerNames() []string {
 // MCPServer is one MCP server. Exactly one of Command (a stdio server the gateway starts) and URL
 // (a streamable HTTP server) is set.
 type MCPServer struct {
+	// Command starts a stdio server: the program (no shell runs), with Args. Give either
+	// Command or URL.
 	Command string
-	Args    []string
+	// Args are the program's arguments.
+	Args []string
 	// Env is the child's environment on top of a minimal one (PATH, HOME, USER, LOGNAME, SHELL,
 	// TMPDIR, TZ, TERM, LANG and LC_*): the gateway's own variables — API keys among them —
 	// never reach an MCP server unless named here or in InheritEnv.
@@ -157,6 +177,13 @@ type MCPServer struct {
 	// Disabled switches the server off without deleting its settings (`enabled: false` in the
 	// file; a server is on unless it says so).
 	Disabled bool
+	// Trusted says the server's results are the operator's own content: they reach the model
+	// without the untrusted-content marking. Default false: an MCP server is someone else's
+	// prose.
+	Trusted bool
+	// Sequential names the server's tools (globs; ["*"] for `sequential: true`) that must not
+	// run concurrently: a run's calls to them start one at a time, in call order.
+	Sequential []string
 	// TimeoutMs bounds connecting and each request: 100–600000, default 60000 (0 means the
 	// default).
 	TimeoutMs int
@@ -178,6 +205,8 @@ type Runtime struct {
 	// Suspended bounds the store of suspended runs in all, per principal and per session, in
 	// runs and in bytes (see Suspended).
 	Suspended Suspended
+	// Results bounds the values cells save for later cells (see Results).
+	Results Results
 }
 
 // CompileCachePath returns the directory for wazero's compilation cache, or "" when the cache is
@@ -232,6 +261,13 @@ type CodeMode struct {
 	MaxSearchLimit     int // 1–50: the most results one tools.search returns
 	// SearchEmbeddings turns on dense retrieval for tool search; nil (the default) keeps it lexical.
 	SearchEmbeddings *SearchEmbeddings
+	// Auto (the file's `enabled: "auto"`, with Enabled true) activates code mode only for runs
+	// whose model (api.RunContext.Model) matches PreferredModels; other runs get their tools
+	// directly. See PrefersModel.
+	Auto bool
+	// PreferredModels are model-name globs ("gpt-5*", "claude-sonnet-*") for Auto; nil means
+	// DefaultPreferredModels.
+	PreferredModels []string
 }
 
 // DefaultCodeMode returns code mode enabled with the contract's default limits
@@ -293,6 +329,7 @@ func defaults() *Config {
 	return &Config{
 		Tools: Tools{
 			CodeMode: fileCodeMode(),
+			Swarm:    DefaultSwarm(),
 			WebFetch: WebFetch{
 				Enabled:   true,
 				TimeoutMs: defaultWebFetchTimeoutMs,
@@ -300,10 +337,15 @@ func defaults() *Config {
 			},
 		},
 		MCP:     MCP{Servers: map[string]MCPServer{}},
-		Runtime: Runtime{CompileCache: true},
+		Runtime: Runtime{CompileCache: true, Results: defaultResults()},
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,
+			ReadHeaderTimeoutSeconds:  defaultReadHeaderTimeoutSeconds,
+			ReadBodyTimeoutSeconds:    defaultReadBodyTimeoutSeconds,
+			IdleTimeoutSeconds:        defaultIdleTimeoutSeconds,
+			MaxConnections:            defaultMaxConnections,
+			MaxConnectionsPerClient:   defaultMaxConnectionsPerClient,
 		}},
 	}
 }

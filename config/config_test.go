@@ -149,11 +149,11 @@ func TestCodeModeActivation(t *testing.T) { // C1
 
 func TestCodeModeWrongType(t *testing.T) { // C1, C2
 	tests := []struct{ src, want string }{
-		{`{tools: {codeMode: 1}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got number 1"},
-		{`{tools: {codeMode: "true"}}`, `test.json5:1:20: tools.codeMode: expected a boolean or an object, got string "true"`},
-		{`{tools: {codeMode: null}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got null"},
-		{`{tools: {codeMode: [true]}}`, "test.json5:1:20: tools.codeMode: expected a boolean or an object, got an array"},
-		{`{tools: {codeMode: {enabled: "yes"}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean, got string "yes"`},
+		{`{tools: {codeMode: 1}}`, "test.json5:1:20: tools.codeMode: expected a boolean, \"auto\" or an object, got number 1"},
+		{`{tools: {codeMode: "true"}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got string "true"`},
+		{`{tools: {codeMode: null}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got null`},
+		{`{tools: {codeMode: [true]}}`, `test.json5:1:20: tools.codeMode: expected a boolean, "auto" or an object, got an array`},
+		{`{tools: {codeMode: {enabled: "yes"}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean or "auto", got string "yes"`},
 		{`{tools: {codeMode: {enabled: 1}}}`, `test.json5:1:30: tools.codeMode.enabled: expected a boolean, got number 1`},
 	}
 	for _, tt := range tests {
@@ -383,6 +383,7 @@ func TestToolsPolicy(t *testing.T) { // A3, A7: absent allow differs from an emp
 	}`)
 	want := Tools{
 		CodeMode:   fileCodeMode(),
+		Swarm:      DefaultSwarm(),
 		Allow:      []string{"read", "native:core:*", "mcp:github:*"},
 		Deny:       []string{"write", "mcp:*:delete_?"},
 		DirectOnly: []string{"image"},
@@ -506,7 +507,7 @@ func TestMCPServers(t *testing.T) { // M1: stdio and streamable HTTP servers
 		{`{url: "http://h", enabled: "no"}`, `test.json5:1:48: mcp.servers.a.enabled: expected a boolean, got string "no"`},
 		{`{url: "http://h", type: "http"}`, `test.json5:1:39: mcp.servers.a.type: unknown key (the transport follows from command (stdio) or url (HTTP); remove type)`},
 		{`{url: "http://h", disabled: true}`, `test.json5:1:39: mcp.servers.a.disabled: unknown key (use enabled: false)`},
-		{`{url: "http://h", bogus: 1}`, `test.json5:1:39: mcp.servers.a.bogus: unknown key (expected one of: command, args, env, inheritEnv, cwd, url, headers, enabled, timeoutMs)`},
+		{`{url: "http://h", bogus: 1}`, `test.json5:1:39: mcp.servers.a.bogus: unknown key (expected one of: command, args, env, inheritEnv, cwd, url, headers, enabled, timeoutMs, trusted, sequential)`},
 		{`{comand: "x"}`, s + ": set command (a stdio server) or url (an HTTP server)\n" +
 			`test.json5:1:22: mcp.servers.a.comand: unknown key (did you mean "command"?)`},
 		{`"node server.js"`, s + `: expected an object, got string "node server.js"`},
@@ -545,7 +546,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {codeMode: {maxPendingToolCall: 5}}}`, `test.json5:1:21: tools.codeMode.maxPendingToolCall: unknown key (did you mean "maxPendingToolCalls"?)`},
 		{`{tools: {codeMode: {enabeld: true}}}`, `test.json5:1:21: tools.codeMode.enabeld: unknown key (did you mean "enabled"?)`},
 		{`{tools: {codeMode: {language: []}}}`, `test.json5:1:21: tools.codeMode.language: unknown key (did you mean "languages"?)`},
-		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
+		{`{tools: {codeMode: {zzz: 1}}}`, `test.json5:1:21: tools.codeMode.zzz: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings, preferredModels)`},
 		{`{tools: {codemode: true}}`, `test.json5:1:10: tools.codemode: unknown key (did you mean "codeMode"?)`},
 		{`{tools: {code_mode: true}}`, `test.json5:1:10: tools.code_mode: unknown key (did you mean "codeMode"?)`},
 		{`{tool: {}}`, `test.json5:1:2: tool: unknown key (did you mean "tools"?)`},
@@ -555,7 +556,7 @@ func TestUnknownKeys(t *testing.T) { // C2: typos must not silently fall back to
 		{`{tools: {webFetch: {allowPrivateNetwork: true}}}`, `test.json5:1:21: tools.webFetch.allowPrivateNetwork: unknown key (did you mean "allowPrivateNetworks"?)`},
 		{`{runtime: {compileCacheDirectory: ""}}`, `test.json5:1:12: runtime.compileCacheDirectory: unknown key (did you mean "compileCacheDir"?)`},
 		// A known key inside an unknown one is not looked at.
-		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings)`},
+		{`{tools: {codeMode: {limits: {timeoutMs: 1}}}}`, `test.json5:1:21: tools.codeMode.limits: unknown key (expected one of: enabled, runtime, mode, languages, timeoutMs, memoryLimitBytes, maxOutputBytes, maxSnapshotBytes, maxPendingToolCalls, snapshotTtlSeconds, searchDefaultLimit, maxSearchLimit, searchEmbeddings, preferredModels)`},
 	}
 	for _, tt := range tests {
 		if got := parseErr(t, tt.src); got != tt.want {
@@ -741,5 +742,52 @@ func TestPlugins(t *testing.T) {
 		if got := parseErr(t, tt.src); got != tt.want {
 			t.Errorf("%s:\n got %s\nwant %s", tt.src, got, tt.want)
 		}
+	}
+}
+
+// TestSwarm: tools.swarm is a gate of its own (issue 25): off unless enabled, limits with their
+// defaults, the children's model and tools, and Validate for values built in Go.
+func TestSwarm(t *testing.T) {
+	if s := mustParse(t, `{}`).Tools.Swarm; s.Enabled || !reflect.DeepEqual(s, DefaultSwarm()) {
+		t.Fatalf("absent: %+v", s)
+	}
+	if s := Default().Tools.Swarm; s.Enabled || !reflect.DeepEqual(s, DefaultSwarm()) {
+		t.Fatalf("default.json5: %+v", s)
+	}
+	if !mustParse(t, `{tools: {swarm: true}}`).Tools.Swarm.Enabled || mustParse(t, `{tools: {swarm: {maxConcurrent: 4}}}`).Tools.Swarm.Enabled {
+		t.Fatal("only true or enabled: true enables")
+	}
+	if mustParse(t, `{tools: {codeMode: true}}`).Tools.Swarm.Enabled {
+		t.Fatal("code mode alone enabled the swarm")
+	}
+	s := mustParse(t, `{tools: {swarm: {enabled: true, maxConcurrent: 2, maxChildrenPerGroup: 3, maxTotalPerGroup: 4,
+		maxDepth: 2, maxRunning: 5, childTimeoutSeconds: 6, maxTurns: 7, tools: {allow: ["read"], deny: ["mcp:*"]},
+		model: {provider: "anthropic", baseUrl: "http://127.0.0.1:1", model: "m", apiKey: {env: "K"}, models: ["m*"]}}}}`).Tools.Swarm
+	want := Swarm{Enabled: true, MaxConcurrent: 2, MaxChildrenPerGroup: 3, MaxTotalPerGroup: 4, MaxDepth: 2, MaxRunning: 5,
+		ChildTimeoutSeconds: 6, MaxTurns: 7, Tools: SwarmTools{Allow: []string{"read"}, Deny: []string{"mcp:*"}},
+		Model: &SwarmModel{Provider: "anthropic", BaseURL: "http://127.0.0.1:1", Model: "m", APIKey: Secret{Env: "K"}, Models: []string{"m*"}, TimeoutMs: 300000}}
+	if !reflect.DeepEqual(s, want) {
+		t.Fatalf("%+v\nwant %+v", s, want)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Model.AllowedModels(); !reflect.DeepEqual(got, []string{"m*"}) {
+		t.Fatal(got)
+	}
+	if got := (SwarmModel{Model: "only"}).AllowedModels(); !reflect.DeepEqual(got, []string{"only"}) {
+		t.Fatal(got)
+	}
+	bad := Swarm{MaxConcurrent: 9, MaxChildrenPerGroup: 5, MaxTotalPerGroup: 4, MaxDepth: 0, MaxRunning: 1, ChildTimeoutSeconds: 1, MaxTurns: 1,
+		Model: &SwarmModel{Provider: "x", TimeoutMs: 1}}
+	err := bad.Validate()
+	for _, want := range []string{"tools.swarm.maxDepth: 0", "maxConcurrent: 9 is more than maxChildrenPerGroup", "maxChildrenPerGroup: 5 is more than maxTotalPerGroup",
+		"tools.swarm.model.provider", "tools.swarm.model.model", "tools.swarm.model.timeoutMs"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: %v lacks %q", err, want)
+		}
+	}
+	if err := (Swarm{}).WithDefaults().Validate(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -260,20 +260,22 @@ func (d *decoder) unknownKeys(p path, m map[string]any, known []string) {
 
 // misplaced gives hints for keys that are valid elsewhere or in other tools' config formats.
 var misplaced = map[string]string{
-	"mcpServers":       "MCP servers go in mcp: { servers: { … } }",
-	"codeMode":         "did you mean tools.codeMode?",
-	"servers":          "did you mean mcp.servers?",
-	"compileCache":     "did you mean runtime.compileCache?",
-	"admission":        "did you mean runtime.admission?",
-	"suspended":        "did you mean runtime.suspended?",
-	"redis":            "did you mean runStore.redis?",
-	"runtime.runStore": "runStore is a top-level section, not part of runtime",
-	"token":            "did you mean serve.http.token?",
-	"http":             "did you mean serve.http?",
-	"serve.token":      "did you mean serve.http.token?",
-	"tools.mcpServers": "MCP servers go in the top-level mcp: { servers: { … } }",
-	"tools.mcp":        "mcp is a top-level section, not part of tools",
-	"tools.alsoAllow":  "did you mean tools.sandbox.tools.alsoAllow?",
+	"mcpServers":           "MCP servers go in mcp: { servers: { … } }",
+	"codeMode":             "did you mean tools.codeMode?",
+	"servers":              "did you mean mcp.servers?",
+	"compileCache":         "did you mean runtime.compileCache?",
+	"admission":            "did you mean runtime.admission?",
+	"suspended":            "did you mean runtime.suspended?",
+	"redis":                "did you mean runStore.redis?",
+	"runtime.runStore":     "runStore is a top-level section, not part of runtime",
+	"token":                "did you mean serve.http.token?",
+	"http":                 "did you mean serve.http?",
+	"serve.token":          "did you mean serve.http.token?",
+	"tools.mcpServers":     "MCP servers go in the top-level mcp: { servers: { … } }",
+	"tools.mcp":            "mcp is a top-level section, not part of tools",
+	"tools.alsoAllow":      "did you mean tools.sandbox.tools.alsoAllow?",
+	"swarm":                "did you mean tools.swarm?",
+	"tools.codeMode.swarm": "swarm is tools.swarm, beside codeMode",
 	// Other MCP clients' server entries.
 	"mcp.servers.*.type":        "the transport follows from command (stdio) or url (HTTP); remove type",
 	"mcp.servers.*.transport":   "the transport follows from command (stdio) or url (HTTP); remove transport",
@@ -435,13 +437,16 @@ func (d *decoder) config(m map[string]any, cfg *Config) {
 }
 
 func (d *decoder) tools(p path, v any, t *Tools) {
-	m, ok := d.object(p, v, "codeMode", "allow", "deny", "disableTools", "directOnly",
+	m, ok := d.object(p, v, "codeMode", "swarm", "allow", "deny", "disableTools", "directOnly",
 		"approvals", "exec", "webFetch", "sandbox")
 	if !ok {
 		return
 	}
 	if v, ok := m["codeMode"]; ok {
 		d.codeMode(p.key("codeMode"), v, &t.CodeMode)
+	}
+	if v, ok := m["swarm"]; ok {
+		d.swarm(p.key("swarm"), v, &t.Swarm) // issue 25
 	}
 	d.setStrings(p, m, "allow", &t.Allow)
 	d.setStrings(p, m, "deny", &t.Deny)
@@ -485,21 +490,26 @@ func (d *decoder) tools(p path, v any, t *Tools) {
 // codeModeKeys is in the contract's table order (docs/semantics.md, C2), which is also the order "expected one of" lists.
 var codeModeKeys = []string{"enabled", "runtime", "mode", "languages", "timeoutMs",
 	"memoryLimitBytes", "maxOutputBytes", "maxSnapshotBytes", "maxPendingToolCalls",
-	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings"}
+	"snapshotTtlSeconds", "searchDefaultLimit", "maxSearchLimit", "searchEmbeddings", "preferredModels"}
 
 func (d *decoder) codeMode(p path, v any, c *CodeMode) {
 	if b, ok := v.(bool); ok {
 		c.Enabled = b // C1: true is {enabled: true}; false is disabled
 		return
 	}
+	if s, ok := v.(string); ok && s == "auto" {
+		c.Enabled, c.Auto = true, true // like {enabled: "auto"}
+		return
+	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.errorf(p, "expected a boolean or an object, got %s", describe(v))
+		d.errorf(p, `expected a boolean, "auto" or an object, got %s`, describe(v))
 		return
 	}
 	d.unknownKeys(p, m, codeModeKeys)
-	// C1: only an explicit `enabled: true` enables; every other field leaves it off.
-	d.setBool(p, m, "enabled", &c.Enabled)
+	// C1: only an explicit `enabled: true` (or "auto") enables; every other field leaves it off.
+	d.codeModeEnabled(p, m, c)
+	d.preferredModels(p, m, c)
 	d.enum(p, m, "runtime", RuntimeQuickJSWASI, &c.Runtime)
 	d.enum(p, m, "mode", ModeOnly, &c.Mode)
 	if v, ok := m["languages"]; ok {
@@ -609,10 +619,12 @@ func (d *decoder) mcp(p path, v any, mc *MCP) {
 
 func (d *decoder) server(p path, v any) MCPServer {
 	s := MCPServer{TimeoutMs: defaultMCPServerTimeoutMs}
-	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs")
+	m, ok := d.object(p, v, "command", "args", "env", "inheritEnv", "cwd", "url", "headers", "enabled", "timeoutMs", "trusted", "sequential")
 	if !ok {
 		return s
 	}
+	d.setBool(p, m, "trusted", &s.Trusted)
+	d.sequentialTools(p, m, &s)
 	d.setString(p, m, "command", &s.Command)
 	d.setStrings(p, m, "args", &s.Args)
 	d.setStrings(p, m, "inheritEnv", &s.InheritEnv)

@@ -33,14 +33,17 @@ type RedisStore struct {
 	// URL is redis://[user:password@]host:port/db, rediss:// (TLS) or unix:///path (standalone
 	// only). Required: in the file (URL), or from the environment or a file (URLSecret) when it
 	// carries a password.
-	URL       string
+	URL string
+	// URLSecret is the URL from an environment variable or a file (a URL that carries a
+	// password never goes in the file).
 	URLSecret Secret
 	// Addrs are more sentinels (sentinel) or seed nodes (cluster), host:port each.
 	Addrs []string
 	// MasterName is the primary's name that the sentinels monitor (required with sentinel).
 	MasterName string
-	// Username and Password authenticate to Redis (ACL user and password), overriding the URL's.
+	// Username authenticates to Redis (ACL user), overriding the URL's.
 	Username Secret
+	// Password authenticates to Redis, overriding the URL's.
 	Password Secret
 	// SentinelPassword authenticates to the sentinels (sentinel mode).
 	SentinelPassword Secret
@@ -51,7 +54,8 @@ type RedisStore struct {
 	// (an environment variable or a file). One of the two is required: the key itself never
 	// goes in the file.
 	KeyEnv string
-	Key    Secret
+	// Key is the seal key from a Secret ({env} or {file}), when KeyEnv is not used.
+	Key Secret
 	// Prefix starts every key the store writes (default "codemode:"). A hash tag in it
 	// ("{codemode}:") pins every key to one cluster slot; without one, each run has its own.
 	Prefix string

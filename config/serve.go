@@ -1,13 +1,15 @@
 package config
 
 import (
-	"net/url"
 	"strings"
 	"time"
+
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // Serve is the `serve` section: how `codemode serve` exposes itself over HTTP.
 type Serve struct {
+	// HTTP is the streamable HTTP listener (`codemode serve --http`).
 	HTTP ServeHTTP
 	// Trajectory is a file the gateway appends its audit log to: every exec, wait, direct and
 	// nested call, approval and progress update of every session, as JSON Lines (bounded,
@@ -16,6 +18,13 @@ type Serve struct {
 	// TrajectoryLimits bound that log (and `codemode agent --transcript`); in a file they sit
 	// beside the path: `trajectory: {path: "audit.jsonl", maxBytes: …}`.
 	TrajectoryLimits TrajectoryLimits
+	// Principals are the clients the HTTP listener knows by name, each with a bearer token of
+	// its own (or reached through OAuth), a tool policy that narrows the gateway's, and limits.
+	// A run belongs to the principal that started it. See principals.go.
+	Principals []Principal
+	// OAuth, when set, accepts OAuth 2.1 access tokens (JWTs) from one authorization server
+	// besides the principals' tokens. nil: no OAuth.
+	OAuth *OAuth
 }
 
 // TrajectoryLimits bound an audit log. A zero field means its default. What a limit leaves
@@ -56,6 +65,45 @@ type ServeHTTP struct {
 	// MaxSessions bounds the MCP sessions open at once; initializing one more gets HTTP 503:
 	// 1–100000, default 1024.
 	MaxSessions int
+
+	// Connections are a bounded resource (issue 18): every limit below applies before a request
+	// is authenticated, so a client without a token costs at most one short-lived connection.
+
+	// ReadHeaderTimeoutSeconds bounds how long a client may take to send a request's headers:
+	// 1–300, default 10.
+	ReadHeaderTimeoutSeconds int
+	// ReadBodyTimeoutSeconds bounds how long a client may take to send a request's body once the
+	// headers are in: 1–3600, default 30. A refused request (401, 403, 413) waits for no body.
+	ReadBodyTimeoutSeconds int
+	// IdleTimeoutSeconds closes a keep-alive connection without a request for this long:
+	// 1–3600, default 120.
+	IdleTimeoutSeconds int
+	// MaxConnections bounds the TCP connections open at once; the next one is closed as soon
+	// as it is accepted: 1–1000000, default 4096.
+	MaxConnections int
+	// MaxConnectionsPerClient bounds the connections open at once from one client IP address:
+	// 0–1000000, default 256; 0 turns the per-address cap off (behind a reverse proxy every
+	// connection comes from the proxy's address).
+	MaxConnectionsPerClient int
+	// RequestStateKey signs the requestState of multi round-trip requests (an approval asked of
+	// a stateless client): every replica of a fleet needs the same key so that a retry can land
+	// on any of them. At least 32 bytes. Absent, each process makes a random key at start.
+	RequestStateKey Secret
+}
+
+// Durations of the listener's timeouts.
+func (s ServeHTTP) ReadHeaderTimeout() time.Duration {
+	return time.Duration(s.ReadHeaderTimeoutSeconds) * time.Second
+}
+
+// ReadBodyTimeout is ReadBodyTimeoutSeconds as a duration.
+func (s ServeHTTP) ReadBodyTimeout() time.Duration {
+	return time.Duration(s.ReadBodyTimeoutSeconds) * time.Second
+}
+
+// IdleTimeout is IdleTimeoutSeconds as a duration.
+func (s ServeHTTP) IdleTimeout() time.Duration {
+	return time.Duration(s.IdleTimeoutSeconds) * time.Second
 }
 
 // SessionIdleTimeout is SessionIdleTimeoutSeconds as a duration.
@@ -139,13 +187,15 @@ const (
 	defaultMaxSessions               = 1024
 	defaultMaxRunsPerSession         = 16
 	defaultSuspendedMaxBytesSession  = 256 << 20
+	defaultReadHeaderTimeoutSeconds  = 10
+	defaultReadBodyTimeoutSeconds    = 30
+	defaultIdleTimeoutSeconds        = 120
+	defaultMaxConnections            = 4096
+	defaultMaxConnectionsPerClient   = 256
 )
 
-// TokenEnv is the environment variable that supplies serve.http.token when the file has none.
-const TokenEnv = "CODEMODE_TOKEN"
-
 func (d *decoder) serve(p path, v any, s *Serve) {
-	m, ok := d.object(p, v, "http", "trajectory")
+	m, ok := d.object(p, v, "http", "trajectory", "principals", "oauth")
 	if !ok {
 		return
 	}
@@ -154,24 +204,33 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	} else {
 		d.setString(p, m, "trajectory", &s.Trajectory)
 	}
+	if v, ok := m["principals"]; ok {
+		d.principals(p.key("principals"), v, &s.Principals)
+	}
+	if v, ok := m["oauth"]; ok {
+		d.oauth(p.key("oauth"), v, s)
+	}
+	d.checkPrincipalRefs(p, s)
 	v, ok = m["http"]
 	if !ok {
 		return
 	}
 	hp := p.key("http")
-	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions")
+	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions",
+		"readHeaderTimeoutSeconds", "readBodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
+		"maxConnectionsPerClient", "requestStateKey")
 	if !ok {
 		return
 	}
 	d.setString(hp, h, "token", &s.HTTP.Token)
 	if _, set := h["token"]; set {
-		if msg := CheckToken(s.HTTP.Token); msg != "" {
+		if msg := httpauth.CheckToken(s.HTTP.Token); msg != "" {
 			d.errorf(hp.key("token"), "%s", msg)
 		}
 	}
 	d.setStrings(hp, h, "allowedOrigins", &s.HTTP.AllowedOrigins)
 	for i, o := range s.HTTP.AllowedOrigins {
-		if norm, msg := NormalizeOrigin(o); msg != "" {
+		if norm, msg := httpauth.NormalizeOrigin(o); msg != "" {
 			d.errorf(hp.key("allowedOrigins").index(i), "%s", msg)
 		} else {
 			s.HTTP.AllowedOrigins[i] = norm
@@ -187,6 +246,14 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	}
 	setInt(d, hp, h, "sessionIdleTimeoutSeconds", 10, 604800, &s.HTTP.SessionIdleTimeoutSeconds)
 	setInt(d, hp, h, "maxSessions", 1, 100000, &s.HTTP.MaxSessions)
+	setInt(d, hp, h, "readHeaderTimeoutSeconds", 1, 300, &s.HTTP.ReadHeaderTimeoutSeconds)
+	setInt(d, hp, h, "readBodyTimeoutSeconds", 1, 3600, &s.HTTP.ReadBodyTimeoutSeconds)
+	setInt(d, hp, h, "idleTimeoutSeconds", 1, 3600, &s.HTTP.IdleTimeoutSeconds)
+	setInt(d, hp, h, "maxConnections", 1, 1000000, &s.HTTP.MaxConnections)
+	setInt(d, hp, h, "maxConnectionsPerClient", 0, 1000000, &s.HTTP.MaxConnectionsPerClient)
+	if v, ok := h["requestStateKey"]; ok {
+		d.secret(hp.key("requestStateKey"), v, &s.HTTP.RequestStateKey)
+	}
 }
 
 // trajectory reads serve.trajectory written as an object: the path and the log's limits.
@@ -200,46 +267,13 @@ func (d *decoder) trajectory(p path, m map[string]any, s *Serve) {
 	setInt(d, p, m, "updateIntervalMs", 1, 3_600_000, &l.UpdateIntervalMs)
 }
 
-// CheckToken returns why token cannot be a bearer token, or "". The same rule applies to
-// CODEMODE_TOKEN.
-func CheckToken(token string) string {
-	if len(token) < 16 {
-		return "a token must be at least 16 characters (use a random one, e.g. `openssl rand -hex 32`)"
-	}
-	if len(token) > 4096 {
-		return "a token must be at most 4096 characters"
-	}
-	for i := 0; i < len(token); i++ {
-		if c := token[i]; c <= ' ' || c > '~' {
-			return "a token must be printable ASCII without spaces"
-		}
-	}
-	return ""
-}
-
-// NormalizeOrigin returns origin as browsers send it (scheme://host[:port], lower case, no
-// default port), or why it is not an origin.
-func NormalizeOrigin(origin string) (string, string) {
-	u, err := url.Parse(origin)
-	switch {
-	case err != nil || u.Scheme == "" || u.Host == "":
-		return "", "expected an origin such as \"https://app.example.com\""
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", "an origin must use http or https"
-	case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "":
-		return "", "an origin is scheme://host[:port] only, without user, path, query or fragment"
-	}
-	host := strings.ToLower(u.Host)
-	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		host = strings.TrimSuffix(host, ":"+p)
-	}
-	return u.Scheme + "://" + host, ""
-}
-
 func (d *decoder) runtime(p path, v any, r *Runtime) {
-	m, ok := d.object(p, v, "compileCache", "compileCacheDir", "admission", "suspended")
+	m, ok := d.object(p, v, "compileCache", "compileCacheDir", "admission", "suspended", "results")
 	if !ok {
 		return
+	}
+	if v, ok := m["results"]; ok {
+		d.results(p.key("results"), v, &r.Results)
 	}
 	d.setBool(p, m, "compileCache", &r.CompileCache)
 	d.setString(p, m, "compileCacheDir", &r.CompileCacheDir)

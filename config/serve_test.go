@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/codemode-go/codemode/api"
 )
 
 func TestServeHTTP(t *testing.T) {
@@ -12,11 +14,16 @@ func TestServeHTTP(t *testing.T) {
 		src  string
 		want ServeHTTP
 	}{
-		{"defaults", `{}`, ServeHTTP{SessionIdleTimeoutSeconds: 1800, MaxSessions: 1024}},
+		{"defaults", `{}`, ServeHTTP{SessionIdleTimeoutSeconds: 1800, MaxSessions: 1024, ReadHeaderTimeoutSeconds: 10,
+			ReadBodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120, MaxConnections: 4096, MaxConnectionsPerClient: 256}},
 		{"everything", `{serve: {http: {token: "0123456789abcdef", allowedOrigins: ["HTTPS://App.Example:443", "http://x.example:8080"],
-			allowedHosts: ["MCP.example", "mcp.example:8443"], sessionIdleTimeoutSeconds: 60, maxSessions: 5}}}`,
+			allowedHosts: ["MCP.example", "mcp.example:8443"], sessionIdleTimeoutSeconds: 60, maxSessions: 5,
+			readHeaderTimeoutSeconds: 2, readBodyTimeoutSeconds: 3, idleTimeoutSeconds: 4, maxConnections: 5,
+			maxConnectionsPerClient: 0, requestStateKey: {env: "STATE_KEY"}}}}`,
 			ServeHTTP{Token: "0123456789abcdef", AllowedOrigins: []string{"https://app.example", "http://x.example:8080"},
-				AllowedHosts: []string{"mcp.example", "mcp.example:8443"}, SessionIdleTimeoutSeconds: 60, MaxSessions: 5}},
+				AllowedHosts: []string{"mcp.example", "mcp.example:8443"}, SessionIdleTimeoutSeconds: 60, MaxSessions: 5,
+				ReadHeaderTimeoutSeconds: 2, ReadBodyTimeoutSeconds: 3, IdleTimeoutSeconds: 4, MaxConnections: 5,
+				MaxConnectionsPerClient: 0, RequestStateKey: Secret{Env: "STATE_KEY"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -87,11 +94,34 @@ func TestSuspendedResolve(t *testing.T) {
 	}
 }
 
-func TestCheckToken(t *testing.T) {
-	for tok, ok := range map[string]bool{"0123456789abcdef": true, "short": false, "0123456789 abcdef": false, "0123456789abcdé€": false} {
-		if got := CheckToken(tok) == ""; got != ok {
-			t.Errorf("CheckToken(%q) ok=%v, want %v", tok, got, ok)
-		}
+// TestPrincipals: serve.principals and serve.oauth decode into what the listener needs (issue 19
+// items 3 and 4).
+func TestPrincipals(t *testing.T) {
+	cfg := mustParse(t, `{serve: {
+		principals: [
+			{name: "ci", token: {env: "TOKEN_CI"}, tools: {allow: ["native:core:*"], deny: ["native:core:write"],
+			 directOnly: ["screenshot"], approvals: ["mcp:*:delete*"]}, maxRunning: 4},
+			{name: "ops"},
+		],
+		oauth: {issuer: "https://auth.example", resource: "https://mcp.example/mcp", jwksUrl: "https://auth.example/jwks",
+			scopes: ["mcp"], principals: [{claim: "groups", value: "ops", principal: "ops"}, {scope: "ci", principal: "ci"}]},
+	}}`)
+	want := []Principal{
+		{Name: "ci", Token: Secret{Env: "TOKEN_CI"}, MaxRunning: 4, Tools: PrincipalTools{Allow: []string{"native:core:*"},
+			Deny: []string{"native:core:write"}, DirectOnly: []string{"screenshot"},
+			Approvals: api.Approvals{Rules: []api.ApprovalRule{{Match: "mcp:*:delete*"}}}}},
+		{Name: "ops"},
+	}
+	if !reflect.DeepEqual(cfg.Serve.Principals, want) {
+		t.Fatalf("principals %+v\nwant %+v", cfg.Serve.Principals, want)
+	}
+	o := cfg.Serve.OAuth
+	if o == nil || o.Issuer != "https://auth.example" || o.ClockSkew() != time.Minute || o.PrincipalClaim != "sub" ||
+		!reflect.DeepEqual(o.Principals, []OAuthRule{{Claim: "groups", Value: "ops", Principal: "ops"}, {Scope: "ci", Principal: "ci"}}) {
+		t.Fatalf("oauth %+v", o)
+	}
+	if Default().Serve.OAuth != nil || Default().Serve.Principals != nil {
+		t.Fatal("the default has principals or oauth")
 	}
 }
 

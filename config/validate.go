@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	pathpkg "path"
 	"slices"
 )
 
@@ -53,6 +54,14 @@ func (c CodeMode) Validate() error {
 	check("maxPendingToolCalls", int64(c.MaxPendingToolCalls), rangeMaxPendingToolCalls)
 	check("snapshotTtlSeconds", int64(c.SnapshotTTLSeconds), rangeSnapshotTTLSeconds)
 	check("maxSearchLimit", int64(c.MaxSearchLimit), rangeMaxSearchLimit)
+	if c.Auto && !c.Enabled {
+		errs = append(errs, errors.New(`tools.codeMode: Auto ("auto") needs Enabled`))
+	}
+	for i, pat := range c.PreferredModels {
+		if _, err := pathpkg.Match(pat, ""); err != nil || pat == "" {
+			errs = append(errs, fmt.Errorf("tools.codeMode.preferredModels[%d]: %q is not a valid model pattern", i, pat))
+		}
+	}
 	if c.SearchDefaultLimit < 1 {
 		errs = append(errs, fmt.Errorf("tools.codeMode.searchDefaultLimit: %d is out of range (minimum 1)", c.SearchDefaultLimit))
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 	"go.yaml.in/yaml/v4"
 )
 
@@ -142,7 +143,7 @@ func TestKubernetesManifests(t *testing.T) {
 		t.Error("CODEMODE_TOKEN does not come from the Secret")
 	}
 	token, _ := secretKeys[env["CODEMODE_TOKEN"]].(string)
-	if msg := config.CheckToken(token); msg != "" {
+	if msg := httpauth.CheckToken(token); msg != "" {
 		t.Errorf("the Secret's token: %s", msg)
 	}
 
@@ -234,7 +235,8 @@ func TestKubernetesManifests(t *testing.T) {
 
 // issue 20 item 7: the image definition is multi-stage, ends on a base without a shell, runs as
 // a numeric non-root user and embeds the engine; it is built where the machine can build images
-// and reach a registry for the base images.
+// and reach a registry for the base images. Where no registry is reachable, TestImage builds
+// its final stage on a stand-in base and runs it.
 func TestContainerfile(t *testing.T) {
 	b, err := os.ReadFile("Containerfile")
 	if err != nil {

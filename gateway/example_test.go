@@ -171,3 +171,38 @@ func demoRepository() string {
 	}
 	return dir
 }
+
+// Serve code mode over streamable HTTP, as `codemode serve --http` does: Listen binds (a
+// loopback address needs no token; any other needs serve.http.token, principals or OAuth), Serve
+// serves until its context ends and then drains.
+func ExampleGateway_Listen() {
+	ctx, stop := context.WithCancel(context.Background())
+	g, err := gateway.Open(ctx, config.Default(), gateway.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer g.Close()
+	l, err := g.Listen(ctx, "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- l.Serve(ctx) }()
+
+	client, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: l.URL()}, nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	out, err := client.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"code": "return 6 * 7"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(out.Content[0].(*mcp.TextContent).Text[:32])
+	_ = client.Close()
+	stop()
+	fmt.Println("drained:", <-served)
+	// Output:
+	// {"status":"completed","value":42
+	// drained: <nil>
+}

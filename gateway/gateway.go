@@ -20,6 +20,7 @@ package gateway
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"time"
@@ -58,6 +59,12 @@ type Options struct {
 	// ReadyTimeout bounds how long Open waits for MCP servers to connect before it returns with
 	// the ones that are ready; the others join as they connect (Changed). 0 means 20 seconds.
 	ReadyTimeout time.Duration
+	// Version is reported to MCP clients in serverInfo ("" means "dev").
+	Version string
+	// Agents runs the child agents cells start with agents.run when tools.swarm is on. nil: the
+	// built-in loop against tools.swarm.model (the gateway then calls that model itself), or —
+	// when the configuration names no model — no agents.* at all.
+	Agents codemode.AgentRunner
 }
 
 // Gateway is a running configuration: a code-mode runtime and its tool sources. It is safe for
@@ -65,6 +72,7 @@ type Options struct {
 type Gateway struct {
 	g     *igateway.Gateway
 	srv   *server.Server
+	log   *slog.Logger
 	audit *trajectory.Writer // serve.trajectory, when configured
 }
 
@@ -77,19 +85,36 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	if cfg == nil {
 		return nil, errors.New("gateway: no configuration (start from config.Default())")
 	}
-	gw := &Gateway{}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var stateKey []byte
+	if k := cfg.Serve.HTTP.RequestStateKey; !k.IsZero() {
+		v, err := k.Resolve()
+		if err == nil && len(v) < 32 {
+			err = errors.New("it must be at least 32 bytes (e.g. `openssl rand -hex 32`)")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("serve.http.requestStateKey: %w", err)
+		}
+		stateKey = []byte(v)
+	}
+	gw := &Gateway{log: log}
 	relay := &server.TrajectoryRelay{} // the server's metrics, once it exists
 	sinks := []api.Trajectory{relay, opts.Trajectory}
 	if cfg.Serve.Trajectory != "" {
 		w, err := trajectory.Open(cfg.Serve.Trajectory, cfg.Serve.TrajectoryLimits)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("serve.trajectory: %w", err)
 		}
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // masked wherever they appear (issue 22 item 7)
 		gw.audit = w
 		sinks = append(sinks, w)
 	}
-	g, err := igateway.Open(ctx, cfg, igateway.Options{Logger: opts.Logger, Trajectory: trajectory.Multi(sinks...),
-		Hooks: opts.Hooks, Approver: opts.Approver, Tools: opts.Tools, Plugins: opts.Plugins, ReadyTimeout: opts.ReadyTimeout})
+	g, err := igateway.Open(ctx, cfg, igateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...),
+		Hooks: opts.Hooks, Approver: opts.Approver, Tools: opts.Tools, Plugins: opts.Plugins, ReadyTimeout: opts.ReadyTimeout,
+		Agents: opts.Agents})
 	if err != nil {
 		if gw.audit != nil {
 			_ = gw.audit.Close()
@@ -97,7 +122,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	gw.g = g
-	gw.srv = server.NewWithOptions(g, server.Options{Logger: opts.Logger, Admission: g.AdmissionStats})
+	gw.srv = server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats, StateKey: stateKey, Version: opts.Version})
 	relay.Set(gw.srv.Trajectory())
 	return gw, nil
 }
@@ -152,6 +177,42 @@ func (g *Gateway) Servers() []ServerStatus {
 	for _, s := range g.g.MCPStatus() {
 		out = append(out, ServerStatus{Name: s.Name, Enabled: s.Enabled, State: string(s.State), Tools: s.Tools,
 			LastError: s.LastError, Restarts: s.Restarts, Since: s.Since})
+	}
+	return out
+}
+
+// ReloadPlugins applies the plugins section of cfg while the gateway runs (what `codemode serve`
+// does on SIGHUP): bundled plugins newly enabled are added, those disabled removed (their calls
+// in suspended runs fail cleanly), and clients are told the tool list changed. Other settings
+// apply after a restart. It returns what changed, e.g. ["+git"].
+func (g *Gateway) ReloadPlugins(ctx context.Context, cfg *config.Config) ([]string, error) {
+	return g.g.ReloadPlugins(ctx, cfg)
+}
+
+// Readiness is what /readyz reports.
+type Readiness struct {
+	// Ready is true when the sandbox works (code mode on), every enabled MCP server is
+	// connected, the shared run store (if any) takes writes, and the gateway is not draining.
+	Ready bool
+	// Runtime is "ok", "unavailable" (no engine: every exec fails) or "disabled".
+	Runtime string
+	// Tools is the number of tools a model sees.
+	Tools int
+	// Servers are the MCP servers.
+	Servers []ServerStatus
+	// RunStore is the shared run store's state — "ok", "unreachable", "full", "readonly" or
+	// "error" — or "" without one.
+	RunStore string
+	// Draining is true once Listener.Serve's context ended.
+	Draining bool
+}
+
+// Readiness reports whether the gateway is ready to serve, and what is not.
+func (g *Gateway) Readiness() Readiness {
+	r := g.srv.Readiness()
+	out := Readiness{Ready: r.Ready, Runtime: r.Runtime, Tools: r.Tools, Servers: g.Servers(), Draining: r.Draining}
+	if r.RunStore != nil {
+		out.RunStore = r.RunStore.State
 	}
 	return out
 }

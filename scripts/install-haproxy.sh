@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install haproxy from Debian's packages when it is missing: the fleet test (internal/fleettest)
-# puts a real haproxy in front of three `codemode serve --http` replicas. Without root (or apt)
+# puts a real haproxy in front of three `codemode serve --http` replicas, and
+# TestGatewayAffinityHaproxy runs examples/haproxy-affinity.cfg. Without root (or apt)
 # the install is skipped and that test skips, saying why.
 set -euo pipefail
 if command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ]; then

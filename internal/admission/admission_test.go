@@ -232,3 +232,151 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// issue 18 item 4: an idle VM gives its CPU share back and keeps its memory; it gets the share
+// back before new VMs of the session, and a session holding more running VMs than another never
+// gets the next share while the other waits.
+func TestIdleSlots(t *testing.T) {
+	ctx := context.Background()
+	c := New(Config{MaxRunning: 1, MaxQueued: 8, MemoryBudget: 3 << 20, SlotBytes: 1 << 20})
+	if c.MaxRunning() != 1 || c.MaxResident() != 3 {
+		t.Fatalf("%d %d", c.MaxRunning(), c.MaxResident())
+	}
+	a, err := c.AcquireSlot(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Idle()
+	// The CPU is free: another session runs at once, while a's memory still counts.
+	b, err := c.AcquireSlot(ctx, "b")
+	if err != nil || c.Resident() != 2 {
+		t.Fatalf("%v resident %d", err, c.Resident())
+	}
+	// a wants to run again: it waits for b's share, and gets it before a new VM of b's.
+	got := make(chan string, 2)
+	go func() {
+		if err := a.Busy(ctx, time.Now().Add(5*time.Second)); err == nil {
+			got <- "a"
+		}
+	}()
+	waitQueued(t, c, 1)
+	go func() {
+		if s, err := c.AcquireSlot(ctx, "b"); err == nil {
+			got <- "b2"
+			s.Release()
+		}
+	}()
+	waitQueued(t, c, 2)
+	b.Release()
+	if first := <-got; first != "a" {
+		t.Fatalf("%s ran first", first)
+	}
+	a.Release()
+	if second := <-got; second != "b2" {
+		t.Fatal(second)
+	}
+	// Memory: with three VMs resident (idle), a fourth waits although the CPU is free.
+	var idle []*Slot
+	for range 3 {
+		s, err := c.AcquireSlot(ctx, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Idle()
+		idle = append(idle, s)
+	}
+	tctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := c.AcquireSlot(tctx, "n"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a VM past the memory budget: %v", err)
+	}
+	// A Busy that cannot get the CPU before its deadline fails and the slot stays idle.
+	hog, err := func() (*Slot, error) { idle[0].Release(); return c.AcquireSlot(ctx, "h") }()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idle[1].Busy(ctx, time.Now().Add(20*time.Millisecond)); err == nil {
+		t.Fatal("Busy succeeded while the only CPU share was held")
+	}
+	hog.Release()
+	for _, s := range idle {
+		s.Release()
+		s.Release() // idempotent
+	}
+	if r, q, _ := c.Stats(); r != 0 || q != 0 || c.Resident() != 0 {
+		t.Fatalf("left %d running %d queued %d resident", r, q, c.Resident())
+	}
+}
+
+// A session never holds more than its share while another waits: the flood session holds both
+// shares and has more callers queued than x; the share it frees goes to x, not to itself.
+func TestShareWhileOthersWait(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := New(Config{MaxRunning: 2, MaxQueued: 16})
+	f1, _ := c.AcquireSlot(ctx, "flood")
+	f2, _ := c.AcquireSlot(ctx, "flood")
+	defer f2.Release()
+	order := make(chan string, 8)
+	for i, s := range []string{"flood", "flood", "flood", "x"} {
+		go func() {
+			sl, err := c.AcquireSlot(ctx, s)
+			if err != nil {
+				return
+			}
+			order <- s
+			<-ctx.Done()
+			sl.Release()
+		}()
+		waitQueued(t, c, i+1)
+	}
+	f1.Release()
+	if first := <-order; first != "x" {
+		t.Fatalf("the session holding both shares got the freed one while x waited: %s", first)
+	}
+}
+
+func TestHammerIdle(t *testing.T) { // invariants with idle/busy transitions under concurrency
+	c := New(Config{MaxRunning: 3, MaxQueued: 64, MemoryBudget: 6 << 20, SlotBytes: 1 << 20, MaxWait: 2 * time.Second})
+	var running, peak, resident, peakResident atomic.Int32
+	bump := func(n, p *atomic.Int32, d int32) {
+		v := n.Add(d)
+		for {
+			old := p.Load()
+			if v <= old || p.CompareAndSwap(old, v) {
+				return
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := c.AcquireSlot(context.Background(), string(rune('a'+i%4)))
+			if err != nil {
+				return
+			}
+			bump(&resident, &peakResident, 1)
+			for j := 0; j < 3; j++ {
+				bump(&running, &peak, 1)
+				time.Sleep(50 * time.Microsecond)
+				running.Add(-1)
+				s.Idle()
+				time.Sleep(100 * time.Microsecond)
+				if err := s.Busy(context.Background(), time.Now().Add(2*time.Second)); err != nil {
+					break
+				}
+			}
+			resident.Add(-1)
+			s.Release()
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > 3 || peakResident.Load() > 6 {
+		t.Fatalf("peak %d running, %d resident", peak.Load(), peakResident.Load())
+	}
+	if r, q, _ := c.Stats(); r != 0 || q != 0 || c.Resident() != 0 {
+		t.Fatalf("left %d %d %d", r, q, c.Resident())
+	}
+}

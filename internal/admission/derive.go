@@ -23,7 +23,11 @@ const fallbackMemory = 8 << 30
 // more than one per core keeps the cores busy), MaxQueued 16 × MaxRunning, MemoryBudget half
 // the physical memory. A queued caller waits at most timeoutMs for a slot.
 func Derive(cfg *config.Config) Config {
-	a, cm := cfg.Runtime.Admission, cfg.Tools.CodeMode
+	return FromSettings(cfg.Runtime.Admission, cfg.Tools.CodeMode)
+}
+
+// FromSettings is Derive for settings given on their own (a library's Options.Admission).
+func FromSettings(a config.Admission, cm config.CodeMode) Config {
 	c := Config{MaxRunning: a.MaxRunning, MaxQueued: a.MaxQueued, MemoryBudget: a.MemoryBudgetBytes,
 		SlotBytes: cm.MemoryLimitBytes + slotOverhead, MaxWait: cm.Timeout(), IdleAfter: 10 * time.Second}
 	if c.MaxRunning == 0 {

@@ -78,6 +78,18 @@ var ErrMaxTurns = errors.New("the model was still calling tools when the turn li
 
 // Run drives one agent run from a user prompt to the model's final answer.
 func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) (*Result, error) {
+	return run(ctx, s, opts, &Result{Messages: []provider.Message{{Role: provider.RoleUser, Text: prompt}}}, loopHooks{})
+}
+
+// loopHooks are the child agents' additions to the loop (Runner): a review of the final answer
+// and checkpoints of the conversation.
+type loopHooks struct {
+	review     func(answer string) string
+	checkpoint func(res *Result)
+}
+
+// run continues the conversation in res until the model answers without calling a tool.
+func run(ctx context.Context, s *codemode.Surface, opts Options, res *Result, h loopHooks) (*Result, error) {
 	if opts.Client == nil {
 		return nil, errors.New("agent: no provider client")
 	}
@@ -90,7 +102,6 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 		system = DefaultSystem
 	}
 	tools := toolDefs(s)
-	res := &Result{Messages: []provider.Message{{Role: provider.RoleUser, Text: prompt}}}
 	for res.Turns < maxTurns {
 		start := time.Now()
 		resp, err := opts.Client.Complete(ctx, provider.Request{Model: opts.Model, System: system,
@@ -106,8 +117,17 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 		}
 		res.Messages = append(res.Messages, provider.Message{Role: provider.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
 		if len(resp.ToolCalls) == 0 {
+			if h.review != nil {
+				if correction := h.review(resp.Text); correction != "" {
+					res.Messages = append(res.Messages, provider.Message{Role: provider.RoleUser, Text: correction})
+					continue
+				}
+			}
 			res.Answer = resp.Text
 			return res, nil
+		}
+		if h.checkpoint != nil {
+			h.checkpoint(res) // before the calls run: a replica that continues knows they started
 		}
 		results := make([]provider.ToolResult, 0, len(resp.ToolCalls))
 		for _, call := range resp.ToolCalls {
@@ -118,6 +138,9 @@ func Run(ctx context.Context, s *codemode.Surface, opts Options, prompt string) 
 			}
 		}
 		res.Messages = append(res.Messages, provider.Message{Role: provider.RoleTool, Results: results})
+		if h.checkpoint != nil {
+			h.checkpoint(res)
+		}
 	}
 	return res, fmt.Errorf("%w (%d)", ErrMaxTurns, maxTurns)
 }

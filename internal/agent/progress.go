@@ -91,6 +91,21 @@ func (p *Printer) Record(ev api.TrajectoryEvent) {
 		default:
 			p.printf("    … %s: [%s]\n", clip(ev.Tool, 200), clip(ev.Update.Type, 20))
 		}
+	case api.EventAgent:
+		mark := "✓"
+		if ev.Status != "completed" {
+			mark = "✗"
+		}
+		line := fmt.Sprintf("    %s %s %s (%dms)", mark, clip(ev.Tool, 200), clip(ev.Status, 40), ev.DurationMs)
+		if ev.Error != "" {
+			line += ": " + clip(ev.Error, 200)
+		}
+		p.printf("%s\n", line)
+	case api.EventControl, api.EventDirect:
+		// The top-level loop reports its own calls (CallEnd); these are a child agent's.
+		if ev.ParentCallID != "" {
+			p.printf("      %s %s (%dms) [child of %s]\n", clip(ev.Tool, 100), clip(ev.Status, 40), ev.DurationMs, clip(ev.ParentCallID, 100))
+		}
 	case api.EventApprovalRequest:
 		p.printf("    ? %s waits for approval\n", clip(ev.Tool, 200))
 	case api.EventApprovalDecision:

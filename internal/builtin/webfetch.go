@@ -81,10 +81,12 @@ type fetcher struct {
 
 func webFetchTool(cfg config.WebFetch, guard func(netip.AddrPort) error) *api.Tool {
 	f := newFetcher(cfg, guard)
-	return nativetool.Rendered(coreSpec("web_fetch", "Fetch URL",
+	t := nativetool.Rendered(coreSpec("web_fetch", "Fetch URL",
 		"Fetch an http or https URL with GET and return its readable text: HTML is reduced to the page's text (scripts, styles and navigation removed), other text types are returned as is. Private and local network addresses are refused unless the configuration allows them.",
 		webFetchInput, webFetchOutput, true),
 		f.fetch, webFetchText)
+	t.Untrusted = true // a web page is anybody's text (issue 22 item 6)
+	return t
 }
 
 func webFetchText(d *webFetchDetails) string {

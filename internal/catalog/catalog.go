@@ -6,7 +6,6 @@ package catalog
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -185,9 +184,10 @@ func Build(tools []*api.Tool) *Catalog {
 func docs(entries []*Entry) []search.Doc {
 	out := make([]search.Doc, len(entries))
 	for i, e := range entries {
+		names, pdocs := paramInfo(e.Tool.InputSchema)
 		out[i] = search.Doc{
 			ID: e.ID, Name: e.Tool.Name, Title: e.Tool.Label, Description: e.Tool.Description,
-			Params: paramNames(e.Tool.InputSchema), Group: e.Tool.Owner,
+			Params: names, ParamDocs: pdocs, Group: e.Tool.Owner,
 		}
 	}
 	return out
@@ -208,22 +208,13 @@ func servers(entries []*Entry) []search.Server {
 	return out
 }
 
-func paramNames(raw []byte) []string {
-	if len(raw) == 0 || len(raw) > maxSchemaBytes {
-		return nil
+// paramInfo is the parameter names and descriptions of an input schema (issue 23 round 2: the
+// descriptions are ranking evidence too).
+func paramInfo(raw []byte) (names, descriptions []string) {
+	if len(raw) > maxSchemaBytes {
+		return nil, nil
 	}
-	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return nil
-	}
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return search.SchemaParams(raw)
 }
 
 func inputHint(raw []byte) string {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/agent"
@@ -115,6 +116,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			fmt.Fprintln(stderr, "codemode agent:", err)
 			return exitUsage
 		}
+		w.AddSecrets(trajectory.ConfigSecrets(cfg)...) // issue 22 item 7
 		defer func() {
 			if err := w.Close(); err != nil {
 				fmt.Fprintln(stderr, "codemode agent: transcript:", err)
@@ -138,7 +140,15 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(sinks) > 0 {
 		traj = procs.trajectory(trajectory.Multi(sinks...))
 	}
-	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: log, Trajectory: traj, Approver: approver})
+	// Children (tools.swarm) talk to the same provider as the run, unless the configuration
+	// names their model (tools.swarm.model).
+	var children codemode.AgentRunner
+	if cfg.Tools.Swarm.Enabled && cfg.Tools.Swarm.Model == nil {
+		children = &agent.Runner{Model: *model, Provider: provider.Options{
+			Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
+			Stream: *stream, Logger: log, Debug: debug, Timeout: *timeout, MaxRetries: retriesOption(*maxRetries)}}
+	}
+	g, err := gateway.Open(ctx, withoutAuditLog(cfg), gateway.Options{Logger: log, Trajectory: traj, Approver: approver, Agents: children})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
 		return exitFailed
@@ -153,14 +163,10 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	s := g.Surface(rc, ctools)
 	// Ctrl-C (or a failure) ends the run: its suspended snapshots and pending calls go with it.
 	defer g.Runtime().EndSession(rc.SessionKey)
-	retries := *maxRetries
-	if retries == 0 {
-		retries = -1 // provider.Options: 0 is the default, negative is none
-	}
 	client, err := provider.New(provider.Options{
 		Provider: *prov, BaseURL: *baseURL, APIKey: os.Getenv(*keyEnv), APIKeyVar: *keyEnv,
 		Stream: *stream, Logger: log, Debug: debug, CheckPayload: s.CheckPayload,
-		Timeout: *timeout, MaxRetries: retries,
+		Timeout: *timeout, MaxRetries: retriesOption(*maxRetries),
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode agent:", err)
@@ -187,6 +193,14 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			res.Turns, res.ToolCalls, res.Usage.InputTokens, res.Usage.OutputTokens)
 	}
 	return exitOK
+}
+
+// retriesOption is --max-retries as provider.Options takes it (0 is its default, negative none).
+func retriesOption(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // isTerminal reports whether r is an interactive terminal.

@@ -172,7 +172,7 @@ func commandTool(d clientToolDef, procs *clientPrograms) *api.Tool {
 	argv := append([]string(nil), d.Command...)
 	return &api.Tool{
 		Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
-		Source: api.SourceClient, Owner: clientToolOwner,
+		Source: api.SourceClient, Owner: clientToolOwner, Untrusted: true,
 		Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()

@@ -23,6 +23,13 @@ import (
 //   - the tools scenarios with code mode off, in front of an upstream that provides the suite's
 //     fixture tools (conformanceFixture below: this test binary, started as a stdio server).
 //
+// Each scenario must run at least minChecks checks (one unless listed): a scenario that checks
+// nothing (0/0) fails rather than passing silently. server-sse-polling (SEP-1699) is not run: it
+// checks nothing against a server without an event store (ours resumes no stream), 0/0.
+//
+// The suite (0.1.16) knows the session protocol only (2025-06-18, 2025-11-25); the sessionless
+// 2026-07-28 generation is checked by internal/server's TestStatelessProtocol.
+//
 // Not run, because they need the gateway to forward upstream server-to-client traffic other
 // than progress: tools-call-with-logging (log notifications), tools-call-sampling and
 // tools-call-elicitation (requests to the client), and the resources/prompts fixture scenarios.
@@ -38,12 +45,18 @@ func TestMain(m *testing.M) {
 		hostileFixture()
 		os.Exit(0)
 	}
+	if os.Getenv(cellsFixtureEnv) == "1" {
+		cellsFixture()
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 
 var (
 	protocolScenarios = []string{"server-initialize", "ping", "logging-set-level", "completion-complete", "tools-list",
-		"dns-rebinding-protection", "server-sse-multiple-streams", "server-sse-polling", "resources-list", "prompts-list"}
+		"dns-rebinding-protection", "server-sse-multiple-streams", "resources-list", "prompts-list"}
+	// minChecks are the scenarios that run more than one check.
+	minChecks     = map[string]int{"dns-rebinding-protection": 2, "server-sse-multiple-streams": 2}
 	toolScenarios = []string{"tools-list", "tools-call-simple-text", "tools-call-image", "tools-call-audio",
 		"tools-call-embedded-resource", "tools-call-mixed-content", "tools-call-error", "tools-call-with-progress",
 		"json-schema-2020-12"}
@@ -105,6 +118,10 @@ func runScenarios(t *testing.T, node, suite, url string, scenarios []string) {
 			}
 			if failed, _ := strconv.Atoi(string(m[3])); failed != 0 {
 				t.Fatalf("conformance %s: %s\n%s", sc, m[0], out)
+			}
+			want := max(1, minChecks[sc])
+			if total, _ := strconv.Atoi(string(m[2])); total < want {
+				t.Fatalf("conformance %s ran %d checks, want at least %d: %s\n%s", sc, total, want, m[0], out)
 			}
 		})
 	}

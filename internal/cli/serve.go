@@ -6,21 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
 
-	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/gateway"
 	"github.com/codemode-go/codemode/internal/admission"
-	"github.com/codemode-go/codemode/internal/gateway"
-	"github.com/codemode-go/codemode/internal/server"
-	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
 // runServe runs the MCP gateway: on stdin/stdout by default, or streamable HTTP with --http.
@@ -41,41 +35,25 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if len(pos) > 0 {
 		return c.usageError("unexpected argument %q", pos[0])
 	}
-	var err error
 	cfg, err := loadConfig(*cfgPath)
 	if err != nil {
 		return configError(stderr, err)
-	}
-	var lst listenSpec
-	if *addr != "" {
-		if lst, err = listenConfig(*addr, cfg.Serve.HTTP); err != nil {
-			fmt.Fprintln(stderr, "codemode serve:", err)
-			return exitUsage
-		}
 	}
 	log := stderrLogger(stderr)
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// The admission budget bounds VMs; this makes the collector keep the process near it.
 		debug.SetMemoryLimit(admission.GoMemoryLimit(admission.Derive(cfg)))
 	}
-	relay := &server.TrajectoryRelay{}
-	sinks := []api.Trajectory{relay}
-	if cfg.Serve.Trajectory != "" {
-		w, err := trajectory.Open(cfg.Serve.Trajectory, cfg.Serve.TrajectoryLimits)
-		if err != nil {
-			fmt.Fprintln(stderr, "codemode serve: serve.trajectory:", err)
-			return exitUsage
-		}
-		defer w.Close()
-		sinks = append(sinks, w)
-	}
-	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Trajectory: trajectory.Multi(sinks...)})
+	g, err := gateway.Open(ctx, cfg, gateway.Options{Logger: log, Version: versionString()})
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
+		if strings.HasPrefix(err.Error(), "serve.") {
+			return exitUsage // a serve setting that cannot be used: the file's to fix
+		}
 		return exitFailed
 	}
 	defer g.Close()
-	if err := g.RT.Err(); err != nil && cfg.Tools.CodeMode.Enabled {
+	if err := g.Runtime().Err(); err != nil && cfg.Tools.CodeMode.Enabled {
 		// Fail closed: the server still starts, exposes exec/wait, and every exec reports
 		// runtime_unavailable. Say so loudly.
 		log.Error("code mode runtime unavailable: every exec will fail", "err", err)
@@ -83,53 +61,28 @@ token, any other needs serve.http.token or CODEMODE_TOKEN.`, stdout, stderr)
 	if *cfgPath != "" {
 		go reloadOnHUP(ctx, *cfgPath, g, log)
 	}
-	server.Version = versionString()
-	srv := server.NewWithOptions(g, server.Options{Logger: log, Admission: g.AdmissionStats})
-	relay.Set(srv.Trajectory())
-	defer srv.Close()
 	if *addr == "" {
-		fmt.Fprintln(stderr, startLine(srv, "MCP on stdio"))
+		fmt.Fprintln(stderr, startLine(g, "MCP on stdio"))
 		if isTerminal(stdin) {
 			fmt.Fprint(stderr, stdioHint)
 		}
-		err := srv.Run(ctx, server.StdioTransport(stdin, stdout))
-		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		err := g.ServeStdio(ctx, stdin, stdout)
+		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "codemode serve:", err)
 			return exitFailed
 		}
 		return exitOK
 	}
-	ln, err := net.Listen("tcp", lst.addr)
+	l, err := g.Listen(ctx, *addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitUsage
 	}
-	calls := &inFlight{}
-	hs := &http.Server{
-		Handler:           calls.wrap(srv.HTTPHandler(ctx, lst.opts)),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-	}
-	auth := "no token: loopback only"
-	if lst.opts.Token != "" {
-		auth = "bearer token required"
-	}
-	fmt.Fprintln(stderr, startLine(srv, fmt.Sprintf("MCP over streamable HTTP at http://%s/mcp (%s; also /healthz /readyz /metrics)", ln.Addr(), auth)))
-	if !lst.opts.Loopback {
-		log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
-	}
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		<-ctx.Done()
-		drain(srv, hs, calls, g, cfg, log)
-	}()
-	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	fmt.Fprintln(stderr, startLine(g, fmt.Sprintf("MCP over streamable HTTP at %s (%s; also /healthz /readyz /metrics)", l.URL(), l.Auth())))
+	if err := l.Serve(ctx); err != nil {
 		fmt.Fprintln(stderr, "codemode serve:", err)
 		return exitFailed
 	}
-	<-drained
 	return exitOK
 }
 
@@ -160,61 +113,6 @@ func reloadOnHUP(ctx context.Context, path string, g *gateway.Gateway, log *slog
 	}
 }
 
-type listenSpec struct {
-	addr string
-	opts server.HTTPOptions
-}
-
-// listenConfig decides where and how to listen. A bare port means loopback. A non-loopback
-// address (including ":PORT", every interface) is refused unless a bearer token is configured
-// (serve.http.token or CODEMODE_TOKEN).
-func listenConfig(addr string, hc config.ServeHTTP) (listenSpec, error) {
-	if isDigits(addr) {
-		addr = "127.0.0.1:" + addr
-	}
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return listenSpec{}, fmt.Errorf("--http %q: expected PORT, HOST:PORT or :PORT", addr)
-	}
-	loopback := host == "localhost"
-	if ip := net.ParseIP(strings.Trim(host, "[]")); ip != nil {
-		loopback = ip.IsLoopback()
-	}
-	token := hc.Token
-	if token == "" {
-		if token = os.Getenv(config.TokenEnv); token != "" {
-			if msg := config.CheckToken(token); msg != "" {
-				return listenSpec{}, fmt.Errorf("%s: %s", config.TokenEnv, msg)
-			}
-		}
-	}
-	if !loopback && token == "" {
-		where := host
-		if where == "" {
-			where = "every interface"
-		}
-		return listenSpec{}, fmt.Errorf("refusing to serve on %s (%s) without a token: anyone who can reach it could run code and call every tool. "+
-			"Set serve.http.token in the config or %s (at least 16 characters, e.g. `openssl rand -hex 32`), or bind a loopback address such as 127.0.0.1:PORT",
-			addr, where, config.TokenEnv)
-	}
-	return listenSpec{addr: addr, opts: server.HTTPOptions{
-		Token: token, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
-		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions,
-	}}, nil
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
 // stdioHint is what a person who started `codemode serve` in a terminal reads next: the server
 // waits for an MCP client on stdin, which is not them.
 const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on stdin/stdout; it waits for an MCP client.
@@ -226,8 +124,8 @@ const stdioHint = `codemode serve: this is an MCP server speaking JSON-RPC on st
 
 // startLine is the one line on stderr that says what is served and where: the transport, the
 // tool count and each upstream's state.
-func startLine(srv *server.Server, where string) string {
-	r := srv.Readiness()
+func startLine(g *gateway.Gateway, where string) string {
+	r := g.Readiness()
 	var b strings.Builder
 	fmt.Fprintf(&b, "codemode serve: %s — %d tools", where, r.Tools)
 	if r.Runtime == "unavailable" {

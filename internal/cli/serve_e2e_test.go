@@ -236,7 +236,7 @@ func TestServeHTTPGuard(t *testing.T) {
 	}
 	// The call shows in /metrics.
 	m := s.do(t, "GET", "/metrics", map[string]string{"Authorization": auth}, "")
-	if !strings.Contains(m.body, `codemode_calls_total{call="exec",code="",status="completed"} 1`) {
+	if !strings.Contains(m.body, `codemode_calls_total{call="exec",code="",principal="default",status="completed"} 1`) {
 		t.Fatalf("metrics:\n%s", m.body)
 	}
 	// Without the token the MCP endpoint refuses.

@@ -180,3 +180,78 @@ func isIndex(s string) bool {
 	}
 	return true
 }
+
+// CompileResult compiles the schema a cell gives for a child agent's structured result
+// (agents.run's schema option): like an input schema it comes from hostile code, so it is
+// bounded (size, nesting) and compiled offline, but unlike one it is a gate — the child's value
+// must match it — so a schema that cannot be used is an error that says why.
+func CompileResult(name string, raw []byte) (s *Schema, err error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0:
+		return nil, errors.New("is empty")
+	case len(raw) > MaxInputSchemaBytes:
+		return nil, fmt.Errorf("is %d bytes (limit %d)", len(raw), MaxInputSchemaBytes)
+	case tooDeep(raw, maxSchemaDepth):
+		return nil, fmt.Errorf("is nested deeper than %d levels", maxSchemaDepth)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("cannot be compiled (%v)", r)
+		}
+	}()
+	s, err = compile(name, "result", raw)
+	if err != nil {
+		msg := err.Error()
+		if i := strings.Index(msg, ": "); i >= 0 && strings.HasPrefix(msg, "result schema of ") {
+			msg = msg[i+2:]
+		}
+		return nil, fmt.Errorf("is not usable: %s", msg)
+	}
+	return s, nil
+}
+
+// ValidateValue checks a structured result against a schema from CompileResult: nil when it
+// matches, an *InputError naming each failure (paths start at "value"), or an error when doc
+// is not JSON. Unlike ValidateInput it never lets a value through unchecked: the caller bounds
+// its size.
+func (s *Schema) ValidateValue(doc []byte) (verr error) {
+	var inst any
+	if err := json.Unmarshal(doc, &inst); err != nil {
+		return errors.New("the value is not JSON")
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			verr = fmt.Errorf("the schema cannot judge the value (%v)", r)
+		}
+	}()
+	err := s.s.Validate(inst)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	out := &InputError{}
+	var walk func(v *jsonschema.ValidationError)
+	walk = func(v *jsonschema.ValidationError) {
+		if len(v.Causes) > 0 {
+			for _, c := range v.Causes {
+				walk(c)
+			}
+			return
+		}
+		if len(out.Failures) == maxReported {
+			out.More++
+			return
+		}
+		text := v.ErrorKind.LocalizedString(printer)
+		if len(text) > maxFailureText {
+			text = text[:maxFailureText] + "…"
+		}
+		out.Failures = append(out.Failures, "value"+strings.TrimPrefix(jsPath(v.InstanceLocation), "input")+": "+text)
+	}
+	walk(ve)
+	return out
+}

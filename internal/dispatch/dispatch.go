@@ -19,7 +19,9 @@ import (
 	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // MaxResultBytes bounds one nested result crossing into the VM.
@@ -33,6 +35,7 @@ type Counters struct {
 var (
 	_ sandbox.Host       = (*Dispatcher)(nil)
 	_ sandbox.Prechecker = (*Dispatcher)(nil)
+	_ sandbox.SlotFree   = (*Dispatcher)(nil)
 )
 
 // Dispatcher implements sandbox.Host (and sandbox.Prechecker) for one run.
@@ -59,6 +62,16 @@ type Dispatcher struct {
 	Namespaces map[string]*namespace.Scope
 	// CheckTool refuses a call before it runs, e.g. to a removed plugin's tool (nil: none).
 	CheckTool func(*api.Tool) error
+	// Swarm runs the child agents of the run's agents.run calls (nil: swarm is off here).
+	Swarm *swarm.Group
+	// ResultsRunID, when set, is the run whose saved values this run shares (a child agent's:
+	// its swarm's root run).
+	ResultsRunID string
+	// Results keeps what the run's cells save (results.*) and the final values too large for
+	// their result (nil: results.* fail and such values are truncated).
+	Results results.Store
+	// Title is the exec's title: progress messages of its calls start with it.
+	Title     string
 	approvals approvals
 	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
 	// outlive requests, so their updates go to whichever call is running when they arrive.
@@ -75,9 +88,31 @@ func (d *Dispatcher) SetProgress(s progress.Sink) {
 	d.sink.Store(&s)
 }
 
+// Reporting reports whether the exec or wait driving the run has a progress sink.
+func (d *Dispatcher) Reporting() bool { return d.sink.Load() != nil }
+
+// Report sends msg to the progress sink of the exec or wait driving the run, if there is one.
+func (d *Dispatcher) Report(msg string) {
+	if s := d.sink.Load(); s != nil {
+		(*s)(float64(d.updates.Add(1)), 0, msg)
+	}
+}
+
+// SlotFree implements sandbox.SlotFree: a child agent waits for the swarm's own slots, not for
+// the ones the cell's tool calls share.
+func (d *Dispatcher) SlotFree(op string) bool { return op == swarm.OpRun }
+
 // Sync answers requests that never leave the host.
 func (d *Dispatcher) Sync(op string, payload []byte) ([]byte, error) {
 	switch op {
+	case swarm.OpNote:
+		if d.Swarm == nil {
+			return nil, notAvailable()
+		}
+		if err := d.Swarm.Note(payload); err != nil {
+			return nil, err
+		}
+		return []byte("null"), nil
 	case "search":
 		var p struct {
 			Query  string   `json:"query"`
@@ -233,6 +268,8 @@ func (d *Dispatcher) PendingLabel(op string, payload []byte) string {
 	}
 	_ = json.Unmarshal(payload, &p)
 	switch {
+	case op == swarm.OpRun:
+		return swarm.Label(payload)
 	case op == "ns.call":
 		if sc := d.Namespaces[p.NS]; sc != nil && p.Call >= 0 && p.Call < len(sc.Calls) {
 			return namespace.ToolID(sc.PluginID, sc.Calls[p.Call].Tool)
@@ -295,6 +332,9 @@ func normalInput(input json.RawMessage) json.RawMessage {
 // tool (see refusal) — rejects at once, without a goroutine or a concurrency slot. Checking the
 // input here also keeps the validator's deep recursion off the calls' fresh goroutine stacks.
 func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
+	if c.Op == swarm.OpRun {
+		return d.admitAgent(c)
+	}
 	e, input, err := d.target(c.Op, c.Payload)
 	if err != nil {
 		// An unknown, denied or guessed id is an attempt worth auditing: record it.
@@ -309,6 +349,10 @@ func (d *Dispatcher) Precheck(c *sandbox.Call) (any, error) {
 	}
 	// The schema is checked here once compiled; a tool's first call compiles it on its own
 	// goroutine (execute), so a large hostile schema never stalls the VM goroutine.
+	if e.Tool.Sequential {
+		// issue 22 item 8: a run's calls to the sequential tools of one owner never overlap.
+		c.Sequential = string(e.Tool.Source) + ":" + e.Tool.Owner
+	}
 	s, ready := e.CompiledInputSchema()
 	if err := d.refusal(e, input, s); err != nil {
 		d.Counters.Call.Add(1)
@@ -343,6 +387,7 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		e := p.e
 		res, err := d.runCall(ctx, c, p)
+		markUntrusted(c, e) // the result, or the error the tool made of it
 		if err != nil {
 			return nil, err
 		}
@@ -356,9 +401,63 @@ func (d *Dispatcher) Async(ctx context.Context, c *sandbox.Call) ([]byte, error)
 		}
 		return json.Marshal(resultJSON(res))
 	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
-		return d.resources(ctx, op, payload)
+		res, err := d.resources(ctx, op, payload)
+		if server := d.untrustedServer(payload); server != "" {
+			c.Untrusted("mcp:" + server)
+		}
+		return res, err
+	case "results.save", "results.load", "results.delete":
+		return d.resultsOp(ctx, c)
+	case swarm.OpRun:
+		if d.Swarm == nil {
+			return nil, notAvailable()
+		}
+		t, _ := c.Prechecked.(*swarm.Ticket) // nil: started again here after its owner died
+		v, untrusted, err := d.Swarm.Run(ctx, c.ID, t, payload)
+		c.Untrusted(untrusted...) // what the child read, its answer may repeat
+		return v, err
 	}
 	return nil, &api.ToolError{Name: "Error", Code: "unknown_request", Message: "unknown bridge request " + op}
+}
+
+// admitAgent checks an agents.run call when the cell makes it: swarm on, a run that may have
+// side effects, the group's limits (see swarm.Group.Admit).
+func (d *Dispatcher) admitAgent(c *sandbox.Call) (any, error) {
+	if d.Swarm == nil {
+		return nil, notAvailable()
+	}
+	if d.RestartSafe {
+		return nil, &api.ToolError{Name: "Error", Code: "not_replay_safe",
+			Message: "agents.run is not available in a restartSafe exec: a child agent may have side effects"}
+	}
+	return d.Swarm.Admit(c.ID, c.Payload)
+}
+
+func notAvailable() error {
+	return &api.ToolError{Name: "Error", Code: "unavailable", Message: swarm.ErrNotAvailable.Error()}
+}
+
+// untrustedServer names the MCP server of a resources or prompts request when its content is
+// untrusted: any of its tools is (the MCP layer marks a server's tools alike), or it has none
+// to say otherwise.
+func (d *Dispatcher) untrustedServer(payload []byte) string {
+	var p struct {
+		Server string `json:"server"`
+	}
+	if json.Unmarshal(payload, &p) != nil || !d.Catalog.HasServer(p.Server) {
+		return ""
+	}
+	for _, srv := range d.Catalog.Servers() {
+		if srv.Name != p.Server {
+			continue
+		}
+		for _, e := range srv.Entries {
+			if !e.Tool.Untrusted {
+				return ""
+			}
+		}
+	}
+	return p.Server
 }
 
 func (d *Dispatcher) resources(ctx context.Context, op string, payload []byte) ([]byte, error) {
@@ -556,7 +655,11 @@ func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
 			if b.Type != "text" {
 				msg = "[" + b.Type + "]"
 			}
-			(*s)(float64(d.updates.Add(1)), 0, toolID+": "+msg)
+			msg = toolID + ": " + msg
+			if d.Title != "" {
+				msg = d.Title + " — " + msg
+			}
+			(*s)(float64(d.updates.Add(1)), 0, msg)
 		}
 	}
 }
@@ -641,7 +744,11 @@ func textOf(blocks []api.ContentBlock) string {
 // tool, whose annotations are untrusted), or a read of MCP resources and prompts (W6).
 func (d *Dispatcher) ReplaySafe(op string, payload []byte) bool {
 	switch op {
-	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get":
+	case swarm.OpRun:
+		// Not replayed from the start: the child continues from its last checkpoint, and a
+		// child that never checkpointed has run no tool yet.
+		return d.Swarm != nil
+	case "mcp.resources.list", "mcp.resources.read", "mcp.prompts.list", "mcp.prompts.get", "results.load":
 		return true
 	case "callValue", "call", "mcp.call":
 		e, _, err := d.target(op, payload)

@@ -10,6 +10,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
 	"github.com/codemode-go/codemode/internal/namespace"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
 
 // namespaceTarget resolves a guest's call of a namespace member (N5): the namespace id and
@@ -109,13 +110,26 @@ func (d *Dispatcher) apiList(prefix string) ([]catalog.APIFile, error) {
 		files = append(files, catalog.APIFile{Path: p, Bytes: len(d.namespaceDTS(sc)),
 			Description: fmt.Sprintf("namespace %s of plugin %s: %d functions, called as %s.<name>(…)", sc.GlobalName, sc.PluginID, len(sc.Calls), sc.GlobalName)})
 	}
+	if prefix == "" || prefix == ResultsPath {
+		files = append(files, catalog.APIFile{Path: ResultsPath, Bytes: len(ResultsDTS),
+			Description: "results.save/load/delete: values kept between the cells of this run"})
+	}
+	if d.Swarm != nil && (prefix == "" || prefix == swarm.FilePath) {
+		files = append(files, catalog.APIFile{Path: swarm.FilePath, Bytes: len(d.Swarm.DTS()), Description: swarm.FileDescription})
+	}
 	return files, nil
 }
 
 // apiRead serves a namespace file, or the catalog's files.
 func (d *Dispatcher) apiRead(path string) (string, error) {
+	if path == ResultsPath {
+		return ResultsDTS, nil
+	}
 	if sc, ok := d.namespaceFiles()[path]; ok {
 		return d.namespaceDTS(sc), nil
+	}
+	if path == swarm.FilePath && d.Swarm != nil {
+		return d.Swarm.DTS(), nil
 	}
 	return d.Catalog.APIRead(path)
 }

@@ -291,9 +291,17 @@ func parseResults(r *scripted.Request) []result {
 	for _, tr := range r.LastResults() {
 		res := result{CallID: tr.CallID, Name: calls[tr.CallID], Content: tr.Content, IsError: tr.IsError}
 		if res.Name == "exec" || res.Name == "wait" {
-			// The JSON result, then (for waiting results) a line saying how to continue.
+			// The JSON result — inside the untrusted-content marking when untrusted sources
+			// reached the cell (issue 22: its first two lines) — then (for waiting results) a
+			// line saying how to continue.
+			body := tr.Content
+			if strings.HasPrefix(body, "<<<UNTRUSTED_CONTENT ") {
+				if parts := strings.SplitN(body, "\n", 3); len(parts) == 3 {
+					body = parts[2]
+				}
+			}
 			var er execResult
-			if err := json.NewDecoder(strings.NewReader(tr.Content)).Decode(&er); err == nil && er.Status != "" {
+			if err := json.NewDecoder(strings.NewReader(body)).Decode(&er); err == nil && er.Status != "" {
 				res.Exec = &er
 			}
 		}

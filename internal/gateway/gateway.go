@@ -12,12 +12,11 @@ import (
 	"time"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/agentloop"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
-	"github.com/codemode-go/codemode/internal/admission"
 	"github.com/codemode-go/codemode/internal/builtin"
 	gitplugin "github.com/codemode-go/codemode/internal/plugins/git"
-	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/runstore/redisstore"
 	"github.com/codemode-go/codemode/internal/upstream"
@@ -32,7 +31,6 @@ type Gateway struct {
 	mu      sync.Mutex
 	natives []*api.Tool
 	mcp     *upstream.Manager // nil without MCP servers
-	adm     *admission.Controller
 	changed chan struct{}
 	stop    context.CancelFunc
 	// store is the shared run store built from runStore (nil: runs stay in the process).
@@ -62,6 +60,10 @@ type Options struct {
 	// RunStore replaces the store runStore.redis would build (tests, embedders); Close leaves it
 	// open.
 	RunStore runstore.Durable
+	// Agents runs the child agents of agents.run when tools.swarm is on (codemode agent: its
+	// own model). nil: the built-in loop against tools.swarm.model, or — without one — no
+	// agents.* at all.
+	Agents codemode.AgentRunner
 }
 
 // Open starts the runtime and the tool sources described by cfg.
@@ -76,14 +78,10 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 		return nil, err
 	}
 	g.natives = append(natives, opts.Tools...)
-	// Admission control for every exec and wait of the process (runtime.admission); after a
-	// burst, pooled VM memories go back to the OS.
-	ac := admission.Derive(cfg)
-	ac.OnIdle = quickjs.ReleaseIdleMemory
-	g.adm = admission.New(ac)
-	quickjs.SetMemoryPoolSize(g.adm.MaxRunning())
 	ro := codemode.ConfigOptions(cfg)
-	ro.Admission = g.adm
+	// Admission control for every exec and wait of the process (runtime.admission).
+	adm := cfg.Runtime.Admission
+	ro.Admission = &adm
 	ro.Logger = log
 	ro.Trajectory = opts.Trajectory
 	ro.Hooks = opts.Hooks
@@ -94,12 +92,21 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	g.store = opts.RunStore
 	if g.store == nil && cfg.RunStore.Redis != nil {
 		redisstore.RouteClientLogs(log)
-		if g.store, err = codemode.OpenRunStore(ctx, cfg, log); err != nil {
+		pub, err := codemode.OpenRunStore(ctx, cfg, log)
+		if err != nil {
 			return nil, err
 		}
-		g.owned = true
+		g.store, g.owned = runstore.Private(pub), true
 	}
-	ro.RunStore = g.store
+	if g.store != nil {
+		ro.RunStore = runstore.Public(g.store).(*codemode.RunStore)
+	}
+	if err := swarmRunner(&ro, opts.Agents, log); err != nil {
+		if g.owned {
+			_ = g.store.Close()
+		}
+		return nil, err
+	}
 	if len(cfg.MCP.Servers) > 0 {
 		g.mcp = upstream.New(ctx, cfg, log)
 		ro.Resources = g.mcp
@@ -204,11 +211,9 @@ func (g *Gateway) MCPStatus() []upstream.ServerStatus {
 
 // AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
 func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
-	return g.adm.Stats()
+	a := g.RT.Stats().Admission
+	return a.Running, a.Queued, a.Rejected
 }
-
-// Admission is the process's admission controller.
-func (g *Gateway) Admission() *admission.Controller { return g.adm }
 
 // Tools returns the effective tools in source order: core and plugin tools, then MCP tools.
 func (g *Gateway) Tools() []*api.Tool {
@@ -261,9 +266,34 @@ func (g *Gateway) Close() error {
 func (g *Gateway) SharedRunStore() bool { return g.store != nil }
 
 // RunStore is the shared run store, or nil (runs in the process).
-func (g *Gateway) RunStore() codemode.RunStore { return g.store }
+func (g *Gateway) RunStore() runstore.Durable { return g.store }
 
 // builtinTools returns the built-in native tools enabled by cfg.
 func builtinTools(cfg *config.Config) ([]*api.Tool, error) {
 	return builtin.Tools(cfg)
+}
+
+// swarmRunner gives the runtime its children's runner when tools.swarm is on: the caller's, or
+// the built-in loop against tools.swarm.model. Without either the swarm stays off (a gateway
+// never calls a model nobody configured) and says so once.
+func swarmRunner(ro *codemode.Options, runner codemode.AgentRunner, log *slog.Logger) error {
+	sw := ro.Swarm
+	if sw == nil || !sw.Enabled {
+		ro.Swarm = nil
+		return nil
+	}
+	if runner == nil && sw.Model != nil {
+		r, err := agentloop.New(*sw.Model, log) // the library's own way to the built-in loop
+		if err != nil {
+			return fmt.Errorf("tools.swarm.model: %w", err)
+		}
+		runner = r
+	}
+	if runner == nil {
+		log.Info("tools.swarm is enabled but names no model (tools.swarm.model): cells get no agents.run")
+		ro.Swarm = nil
+		return nil
+	}
+	ro.Agents = runner
+	return nil
 }

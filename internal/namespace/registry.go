@@ -24,6 +24,7 @@ const ReservedPrefix = "__codemode"
 var reserved = map[string]bool{
 	"tools": true, "namespaces": true, "text": true, "json": true, "yield_control": true, "MCP": true,
 	"API": true, "ALL_TOOLS": true, "console": true, "setTimeout": true, "clearTimeout": true,
+	"agents": true, "phase": true, "log": true, // the swarm's (tools.swarm)
 	"globalThis": true, "undefined": true, "NaN": true, "Infinity": true, "eval": true,
 	"Object": true, "Function": true, "Array": true, "String": true, "Number": true, "Boolean": true,
 	"Symbol": true, "BigInt": true, "Math": true, "JSON": true, "Date": true, "RegExp": true,

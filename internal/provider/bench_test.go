@@ -11,8 +11,7 @@ import (
 	"github.com/codemode-go/codemode/internal/provider/scripted"
 )
 
-// BenchmarkTurn is one model turn through the provider layer: build the SDK request, serialize
-// it, run the A10 check on the body, send it over loopback to the scripted server, and parse the
+// BenchmarkTurn is one model turn through the provider layer: render the request body, run the A10 check on the body, send it over loopback to the scripted server, and parse the
 // reply (a tool call). The figure includes the scripted server's own work (it parses and
 // validates every request), so the layer alone costs less. The per-turn budget is 2 ms.
 //
@@ -90,11 +89,7 @@ func BenchmarkTurnCanned(b *testing.B) {
 
 // BenchmarkToolNames is the A10 check's own cost: finding the tool names in a serialized body.
 func BenchmarkToolNames(b *testing.B) {
-	p, err := openaiParams(conversation, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	body, err := p.MarshalJSON()
+	body, err := openaiBody(conversation, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -146,7 +146,7 @@ func TestDebugTransport(t *testing.T) {
 			if u, _ := recs[0]["url"].(string); !strings.HasPrefix(u, srv.URL) {
 				t.Errorf("url = %q", u)
 			}
-			if w := logs.records(t, "model request failed; the SDK retries it"); len(w) != 1 {
+			if w := logs.records(t, "model request failed; retrying"); len(w) != 1 {
 				t.Errorf("%d retry warnings", len(w))
 			}
 			if strings.Contains(logs.String(), testKey) {

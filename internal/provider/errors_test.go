@@ -18,7 +18,7 @@ func ms(n string) http.Header { return http.Header{"Retry-After-Ms": {n}} }
 
 // TestErrors drives every failure class through both providers (JSON and SSE) and checks the
 // kind, the status, the retries the scripted server observed, and that the message says what
-// to do. Retry waits are kept short with retry-after-ms, which both SDKs honour.
+// to do. Retry waits are kept short with retry-after-ms, which the transport honours.
 func TestErrors(t *testing.T) {
 	type tc struct {
 		name     string

@@ -1,205 +1,147 @@
 package provider
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"strconv"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
+	"strings"
 )
 
-// openaiClient speaks Chat Completions, the dialect OpenAI, Ollama, vLLM and llama.cpp share.
+// openaiClient speaks Chat Completions (POST <base>/chat/completions), the dialect OpenAI,
+// Ollama, vLLM and llama.cpp share.
 type openaiClient struct {
-	s   settings
-	svc openai.ChatCompletionService
+	s      settings
+	url    string
+	header http.Header
 }
 
 func newOpenAI(s settings) *openaiClient {
-	// The service is built without openai.NewClient on purpose: NewClient reads OPENAI_API_KEY,
-	// OPENAI_BASE_URL, OPENAI_CUSTOM_HEADERS… from the environment, and a key meant for
-	// api.openai.com must never be sent to a local server configured without one.
-	opts := []option.RequestOption{
-		option.WithBaseURL(s.BaseURL),
-		option.WithHTTPClient(s.HTTPClient),
-		option.WithMaxRetries(s.MaxRetries),
-		option.WithMaxRetryDelay(s.MaxRetryDelay),
-		option.WithRequestTimeout(s.Timeout),
+	h := http.Header{}
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", userAgent)
+	h.Set("Accept", "application/json")
+	if s.Stream {
+		h.Set("Accept", "text/event-stream")
 	}
+	// Only the key the caller passed is sent: OPENAI_API_KEY in the environment is never read
+	// here, so a key meant for api.openai.com cannot reach a local server configured without one.
 	if s.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(s.APIKey))
+		h.Set("Authorization", "Bearer "+s.APIKey)
 	}
-	return &openaiClient{s: s, svc: openai.NewChatCompletionService(opts...)}
+	return &openaiClient{s: s, url: s.base.JoinPath("chat", "completions").String(), header: h}
 }
 
 func (c *openaiClient) Provider() string { return OpenAI }
 
-func (c *openaiClient) Complete(parent context.Context, req Request) (*Response, error) {
-	for attempt := 0; ; attempt++ {
-		resp, err := c.complete(parent, req)
-		// openai-go stops retrying when an attempt runs out of its own timeout (its retry loop
-		// sees the request context's deadline); the Anthropic SDK retries those. Retry them here,
-		// within the same MaxRetries.
-		var pe *Error
-		timeout := errors.As(err, &pe) && pe.Kind == KindTimeout
-		if !timeout || attempt >= c.s.MaxRetries || parent.Err() != nil {
-			if pe != nil && attempt > 0 {
-				pe.Attempts += attempt
-			}
-			return resp, err
-		}
-	}
+func (c *openaiClient) Complete(ctx context.Context, req Request) (*Response, error) {
+	return c.complete(ctx, req)
 }
 
-// complete takes extra SDK options for tests that alter the body after rendering.
-func (c *openaiClient) complete(parent context.Context, req Request, extra ...option.RequestOption) (*Response, error) {
-	params, err := openaiParams(req, c.s.Stream)
+var openaiWire = wire{decodeJSON: openaiDecodeJSON, decodeStream: openaiDecodeStream, errorBody: openaiErrorBody}
+
+// complete takes edits for tests that alter the body after rendering.
+func (c *openaiClient) complete(ctx context.Context, req Request, edits ...func([]byte) []byte) (*Response, error) {
+	body, err := openaiBody(req, c.s.Stream)
 	if err != nil {
 		return nil, err
 	}
-	k := newCall(&c.s, OpenAI, req.Model)
-	ctx, done := k.start(parent)
-	defer done()
-	opts := append([]option.RequestOption{option.WithMiddleware(k.middleware)}, extra...)
-
-	var comp *openai.ChatCompletion
-	if c.s.Stream {
-		st := c.svc.NewStreaming(ctx, params, opts...)
-		var acc openai.ChatCompletionAccumulator
-		chunks := 0
-		for st.Next() {
-			chunks++
-			if !acc.AddChunk(st.Current()) {
-				_ = st.Close()
-				return nil, k.protocol(fmt.Sprintf("stream chunk %d cannot be accumulated (bad choice or tool-call index)", chunks))
-			}
-		}
-		err := st.Err()
-		_ = st.Close()
-		if err != nil {
-			return nil, k.fail(parent, err, openaiAPIError)
-		}
-		if chunks == 0 {
-			return nil, k.protocol("the stream carried no chunks")
-		}
-		comp = &acc.ChatCompletion
-		if len(comp.Choices) > 0 && comp.Choices[0].FinishReason == "" {
-			return nil, k.protocol("the stream ended before the model finished (no finish_reason)")
-		}
-	} else {
-		comp, err = c.svc.New(ctx, params, opts...)
-		if err != nil {
-			return nil, k.fail(parent, err, openaiAPIError)
-		}
-	}
-	if comp == nil || len(comp.Choices) == 0 {
-		return nil, k.protocol("the response has no choices")
-	}
-	res := openaiResponse(comp)
-	k.mu.Lock()
-	if k.header != nil {
-		res.RequestID = clean(requestID(k.header), 100)
-	}
-	k.mu.Unlock()
-	return res, nil
+	return newCall(&c.s, OpenAI, req.Model).post(ctx, c.url, c.header, body, c.s.Stream, openaiWire, edits...)
 }
 
-func openaiAPIError(err error) (apiError, bool) {
-	var se *ssestream.StreamError
-	if errors.As(err, &se) {
-		// An error event inside a 200 stream: the server failed part-way through.
-		var ev struct {
-			Error struct {
-				Type string `json:"type"`
-			} `json:"error"`
-		}
-		_ = json.Unmarshal(se.Event.Data, &ev)
-		typ := ev.Error.Type
-		if typ == "" {
-			typ = "server_error"
-		}
-		return apiError{message: errorMessage(se.Event.Data), typ: typ}, true
+// The request, exactly the fields we send. Field order is the order on the wire.
+type (
+	oaiRequest struct {
+		Messages            []oaiMessage   `json:"messages"`
+		Model               string         `json:"model"`
+		MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+		StreamOptions       *oaiStreamOpts `json:"stream_options,omitempty"`
+		Tools               []oaiTool      `json:"tools,omitempty"`
+		Stream              bool           `json:"stream,omitempty"`
 	}
-	var e *openai.Error
-	if !errors.As(err, &e) {
-		return apiError{}, false
+	oaiStreamOpts struct {
+		IncludeUsage bool `json:"include_usage"`
 	}
-	typ := e.Code
-	if typ == "" {
-		typ = e.Type
+	oaiMessage struct {
+		Content    *string       `json:"content,omitempty"`
+		ToolCalls  []oaiCallSent `json:"tool_calls,omitempty"`
+		ToolCallID string        `json:"tool_call_id,omitempty"`
+		Role       string        `json:"role"`
 	}
-	return apiError{status: e.StatusCode, message: e.Message, typ: typ}, true
-}
+	oaiCallSent struct {
+		ID       string `json:"id"`
+		Function struct {
+			Arguments string `json:"arguments"`
+			Name      string `json:"name"`
+		} `json:"function"`
+		Type string `json:"type"`
+	}
+	oaiTool struct {
+		Function oaiFunction `json:"function"`
+		Type     string      `json:"type"`
+	}
+	oaiFunction struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	}
+)
 
-// openaiParams renders a Request with the SDK's own request types.
-func openaiParams(req Request, stream bool) (openai.ChatCompletionNewParams, error) {
-	var p openai.ChatCompletionNewParams
+// openaiBody renders a Request as a chat completions body.
+func openaiBody(req Request, stream bool) ([]byte, error) {
 	if err := checkRequest(req); err != nil {
-		return p, err
+		return nil, err
 	}
-	p.Model = req.Model
-	if req.MaxTokens > 0 {
-		p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
-	}
+	p := oaiRequest{Model: req.Model, MaxCompletionTokens: req.MaxTokens, Stream: stream}
 	if stream {
-		p.StreamOptions.IncludeUsage = openai.Bool(true)
+		p.StreamOptions = &oaiStreamOpts{IncludeUsage: true}
 	}
+	str := func(s string) *string { return &s }
 	if req.System != "" {
-		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
+		p.Messages = append(p.Messages, oaiMessage{Role: "system", Content: str(req.System)})
 	}
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
-			p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+			p.Messages = append(p.Messages, oaiMessage{Role: "user", Content: str(m.Text)})
 		case RoleAssistant:
-			var a openai.ChatCompletionAssistantMessageParam
+			a := oaiMessage{Role: "assistant"}
 			if m.Text != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Text)
+				a.Content = str(m.Text)
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      tc.Name,
-							Arguments: argumentText(tc),
-						},
-					},
-				})
+				var call oaiCallSent
+				call.ID, call.Type = tc.ID, "function"
+				call.Function.Name, call.Function.Arguments = tc.Name, argumentText(tc)
+				a.ToolCalls = append(a.ToolCalls, call)
 			}
-			p.Messages = append(p.Messages, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			p.Messages = append(p.Messages, a)
 		case RoleTool:
 			for _, r := range m.Results {
-				p.Messages = append(p.Messages, openai.ToolMessage(r.Content, r.CallID))
+				p.Messages = append(p.Messages, oaiMessage{Role: "tool", Content: str(r.Content), ToolCallID: r.CallID})
 			}
 			if m.Text != "" {
-				p.Messages = append(p.Messages, openai.UserMessage(m.Text))
+				p.Messages = append(p.Messages, oaiMessage{Role: "user", Content: str(m.Text)})
 			}
 		}
 	}
 	for _, t := range req.Tools {
-		fd := shared.FunctionDefinitionParam{Name: t.Name}
-		if t.Description != "" {
-			fd.Description = openai.String(t.Description)
-		}
+		fn := oaiFunction{Name: t.Name, Description: t.Description}
 		if len(t.InputSchema) > 0 {
-			var fields map[string]json.RawMessage
-			if err := json.Unmarshal(t.InputSchema, &fields); err != nil || fields == nil {
-				return p, fmt.Errorf("provider: tool %q: input schema is not a JSON object", t.Name)
+			schema, err := objectSchema(t.Name, t.InputSchema)
+			if err != nil {
+				return nil, err
 			}
-			// Raw values keep the schema's numbers and nested key order exactly as given.
-			fd.Parameters = make(shared.FunctionParameters, len(fields))
-			for k, v := range fields {
-				fd.Parameters[k] = v
-			}
+			fn.Parameters = schema
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(fd))
+		p.Tools = append(p.Tools, oaiTool{Function: fn, Type: "function"})
 	}
-	return p, nil
+	return encodeBody(p)
 }
 
 // argumentText is what the model sent, replayed verbatim (even when malformed: the history must
@@ -214,27 +156,127 @@ func argumentText(tc ToolCall) string {
 	return "{}"
 }
 
-func openaiResponse(comp *openai.ChatCompletion) *Response {
+// The reply, exactly the fields we read (chat.completion and chat.completion.chunk).
+type (
+	oaiCompletion struct {
+		ID      text               `json:"id"`
+		Model   text               `json:"model"`
+		Choices bounded[oaiChoice] `json:"choices"`
+		Usage   *oaiUsage          `json:"usage"`
+	}
+	oaiChoice struct {
+		Index        *int64   `json:"index"`
+		Reply        oaiReply `json:"message"`
+		Delta        oaiReply `json:"delta"`
+		FinishReason text     `json:"finish_reason"`
+	}
+	// oaiReply is a choice's message, or (in a chunk) its delta.
+	oaiReply struct {
+		Content   oaiContent       `json:"content"`
+		Refusal   text             `json:"refusal"`
+		ToolCalls bounded[oaiCall] `json:"tool_calls"`
+	}
+	oaiCall struct {
+		// Index orders the calls of a stream; absent in a complete message.
+		Index    *int64 `json:"index"`
+		ID       text   `json:"id"`
+		Type     text   `json:"type"`
+		Function struct {
+			Name      text    `json:"name"`
+			Arguments argText `json:"arguments"`
+		} `json:"function"`
+		Custom struct {
+			Name  text    `json:"name"`
+			Input argText `json:"input"`
+		} `json:"custom"`
+	}
+	oaiUsage struct {
+		PromptTokens     tokens `json:"prompt_tokens"`
+		CompletionTokens tokens `json:"completion_tokens"`
+	}
+	// oaiChunk is one event of a stream: a chat.completion.chunk, or an error object.
+	oaiChunk struct {
+		oaiCompletion
+		Error  json.RawMessage `json:"error"`
+		Object text            `json:"object"`
+	}
+)
+
+// oaiContent is a message's content: a string, null, or (from some compatible servers) an
+// array of text parts, whose texts are joined. Other part types are not text and are dropped.
+type oaiContent string
+
+func (c *oaiContent) UnmarshalJSON(b []byte) error {
+	switch {
+	case string(b) == "null":
+		*c = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = oaiContent(s)
+	default:
+		var parts bounded[struct {
+			Type text `json:"type"`
+			Text text `json:"text"`
+		}]
+		if err := json.Unmarshal(b, &parts); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) {
+				return errors.New("content is neither a string nor an array of parts")
+			}
+			return err
+		}
+		var sb strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" || p.Type == "output_text" {
+				sb.WriteString(string(p.Text))
+			}
+		}
+		*c = oaiContent(sb.String())
+	}
+	return nil
+}
+
+func openaiDecodeJSON(body []byte) (*Response, error) {
+	var comp oaiCompletion
+	if err := decodeReply("the response", body, &comp); err != nil {
+		return nil, err
+	}
+	if len(comp.Choices) == 0 {
+		return nil, protocolf("the response has no choices")
+	}
 	ch := comp.Choices[0]
-	res := &Response{
-		ID:    comp.ID,
-		Model: comp.Model,
-		Text:  ch.Message.Content,
-		Usage: Usage{InputTokens: comp.Usage.PromptTokens, OutputTokens: comp.Usage.CompletionTokens},
+	res := &Response{ID: string(comp.ID), Model: string(comp.Model), Text: string(ch.Reply.Content)}
+	if comp.Usage != nil {
+		res.Usage = Usage{InputTokens: int64(comp.Usage.PromptTokens), OutputTokens: int64(comp.Usage.CompletionTokens)}
 	}
-	for i, tc := range ch.Message.ToolCalls {
-		call := ToolCall{ID: tc.ID, Name: tc.Function.Name, RawArguments: tc.Function.Arguments}
-		if tc.Type == "custom" {
-			call.Name, call.RawArguments = tc.Custom.Name, tc.Custom.Input
-		}
-		if call.ID == "" {
-			// Some OpenAI-compatible servers omit ids; the result must still pair with the call.
-			call.ID = "call_" + strconv.Itoa(i)
-		}
-		parseArguments(&call)
-		res.ToolCalls = append(res.ToolCalls, call)
+	for i, tc := range ch.Reply.ToolCalls {
+		res.ToolCalls = append(res.ToolCalls, openaiCall(i, string(tc.ID), string(tc.Type), string(tc.Function.Name),
+			string(tc.Function.Arguments), string(tc.Custom.Name), string(tc.Custom.Input)))
 	}
-	switch ch.FinishReason {
+	openaiFinish(res, string(ch.FinishReason), string(ch.Reply.Refusal))
+	return res, nil
+}
+
+// openaiCall builds a ToolCall from what the server sent (a custom tool's input is its text).
+func openaiCall(i int, id, typ, name, args, customName, customInput string) ToolCall {
+	call := ToolCall{ID: id, Name: name, RawArguments: args}
+	if typ == "custom" {
+		call.Name, call.RawArguments = customName, customInput
+	}
+	if call.ID == "" {
+		// Some OpenAI-compatible servers omit ids; the result must still pair with the call.
+		call.ID = "call_" + strconv.Itoa(i)
+	}
+	parseArguments(&call)
+	return call
+}
+
+// openaiFinish maps the finish reason and a refusal.
+func openaiFinish(res *Response, finish, refusal string) {
+	switch finish {
 	case "stop":
 		res.StopReason = StopEnd
 	case "tool_calls", "function_call":
@@ -244,14 +286,183 @@ func openaiResponse(comp *openai.ChatCompletion) *Response {
 	case "content_filter":
 		res.StopReason = StopRefusal
 	default:
-		res.StopReason = clean(ch.FinishReason, 40)
+		res.StopReason = clean(finish, 40)
 	}
-	if res.Text == "" && ch.Message.Refusal != "" {
-		res.Text, res.StopReason = ch.Message.Refusal, StopRefusal
+	if res.Text == "" && refusal != "" {
+		res.Text, res.StopReason = refusal, StopRefusal
 	}
 	// Some servers (older Ollama) say "stop" when the turn ends in tool calls.
 	if len(res.ToolCalls) > 0 && res.StopReason == StopEnd {
 		res.StopReason = StopToolCalls
 	}
-	return res
+}
+
+// oaiStreamCall accumulates one tool call of a stream.
+type oaiStreamCall struct {
+	index       int64
+	id, typ     string
+	name        string
+	args        strings.Builder
+	customName  string
+	customInput strings.Builder
+}
+
+// openaiDecodeStream accumulates chat.completion.chunk events until `data: [DONE]` (or the end
+// of the body): the first choice's content and refusal deltas in order, tool calls by their
+// index (a call is opened by its first delta, and its argument pieces are joined), the last
+// finish reason and the last usage (servers that report usage on every chunk report running
+// totals). An `error` object instead of a chunk is the server failing mid-stream.
+func openaiDecodeStream(events *sseReader) (*Response, error) {
+	var (
+		res      Response
+		content  strings.Builder
+		refusal  strings.Builder
+		finish   string
+		chunks   int
+		choices  bool
+		calls    []*oaiStreamCall
+		byIndex  = map[int64]*oaiStreamCall{}
+		maxIndex = int64(-1)
+	)
+	for {
+		ev, err := events.next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		data := bytes.TrimSpace(ev.data)
+		if string(data) == "[DONE]" {
+			break
+		}
+		chunks++
+		var ch oaiChunk
+		if err := decodeReply("stream chunk "+strconv.Itoa(chunks), data, &ch); err != nil {
+			return nil, err
+		}
+		if (len(ch.Error) > 0 && string(ch.Error) != "null") || ch.Object == "error" {
+			return nil, &eventError{api: openaiStreamError(data)}
+		}
+		if res.ID == "" {
+			res.ID = string(ch.ID)
+		}
+		if res.Model == "" {
+			res.Model = string(ch.Model)
+		}
+		if ch.Usage != nil {
+			res.Usage = Usage{InputTokens: int64(ch.Usage.PromptTokens), OutputTokens: int64(ch.Usage.CompletionTokens)}
+		}
+		for _, c := range ch.Choices {
+			if c.Index != nil && *c.Index != 0 {
+				continue // we ask for one choice; others are not ours to merge
+			}
+			choices = true
+			content.WriteString(string(c.Delta.Content))
+			refusal.WriteString(string(c.Delta.Refusal))
+			if c.FinishReason != "" {
+				finish = string(c.FinishReason)
+			}
+			for _, d := range c.Delta.ToolCalls {
+				var sc *oaiStreamCall
+				switch {
+				case d.Index != nil && *d.Index < 0:
+					return nil, protocolf("stream chunk %d has tool-call index %d", chunks, *d.Index)
+				case d.Index != nil:
+					sc = byIndex[*d.Index]
+					if sc == nil {
+						sc = &oaiStreamCall{index: *d.Index}
+					}
+				case len(calls) > 0 && (d.ID == "" || string(d.ID) == calls[len(calls)-1].id):
+					// No index (some servers): a delta without a new id continues the last call.
+					sc = calls[len(calls)-1]
+				default:
+					sc = &oaiStreamCall{index: maxIndex + 1}
+				}
+				if byIndex[sc.index] == nil {
+					if len(calls) >= maxItems {
+						return nil, protocolf("the stream opens more than %d tool calls", maxItems)
+					}
+					byIndex[sc.index] = sc
+					calls = append(calls, sc)
+					maxIndex = max(maxIndex, sc.index)
+				}
+				if sc.id == "" {
+					sc.id = string(d.ID)
+				}
+				if sc.typ == "" {
+					sc.typ = string(d.Type)
+				}
+				sc.name = joinName(sc.name, string(d.Function.Name))
+				sc.args.WriteString(string(d.Function.Arguments))
+				sc.customName = joinName(sc.customName, string(d.Custom.Name))
+				sc.customInput.WriteString(string(d.Custom.Input))
+			}
+		}
+	}
+	switch {
+	case chunks == 0:
+		return nil, protocolf("the stream carried no chunks")
+	case !choices:
+		return nil, protocolf("the response has no choices")
+	case finish == "":
+		return nil, protocolf("the stream ended before the model finished (no finish_reason)")
+	}
+	res.Text = content.String()
+	slices.SortStableFunc(calls, func(a, b *oaiStreamCall) int { return cmp.Compare(a.index, b.index) })
+	for i, sc := range calls {
+		res.ToolCalls = append(res.ToolCalls, openaiCall(i, sc.id, sc.typ, sc.name, sc.args.String(), sc.customName, sc.customInput.String()))
+	}
+	openaiFinish(&res, finish, refusal.String())
+	return &res, nil
+}
+
+// joinName adds a streamed name piece. OpenAI sends a call's name once; some compatible
+// servers repeat it on every delta, which must not double it.
+func joinName(name, piece string) string {
+	if piece == "" || piece == name {
+		return name
+	}
+	return name + piece
+}
+
+// openaiStreamError reads an error event: OpenAI's `{"error":{…}}` or vLLM's `{"object":
+// "error", "message": …, "type": …}`.
+func openaiStreamError(data []byte) apiError {
+	var ev struct {
+		Error struct {
+			Type text `json:"type"`
+		} `json:"error"`
+		Type text `json:"type"`
+	}
+	_ = json.Unmarshal(data, &ev)
+	typ := string(ev.Error.Type)
+	if typ == "" {
+		typ = string(ev.Type)
+	}
+	if typ == "" {
+		typ = "server_error"
+	}
+	return apiError{message: errorMessage(data), typ: typ}
+}
+
+// openaiErrorBody reads an error response: `{"error":{"message","type","code"}}`. The code
+// (e.g. "invalid_api_key") says more than the type when there is one.
+func openaiErrorBody(body []byte) apiError {
+	var b struct {
+		Error struct {
+			Message text            `json:"message"`
+			Type    text            `json:"type"`
+			Code    json.RawMessage `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return apiError{}
+	}
+	typ := string(b.Error.Type)
+	var code string
+	if json.Unmarshal(b.Error.Code, &code) == nil && code != "" {
+		typ = code
+	}
+	return apiError{message: string(b.Error.Message), typ: typ}
 }

@@ -35,8 +35,8 @@ type Options struct {
 	// ends in /v1 (e.g. http://localhost:11434/v1 for Ollama).
 	BaseURL string
 	// APIKey is sent as a bearer token (OpenAI) or x-api-key (Anthropic); empty sends none.
-	// The SDKs' own environment lookups are disabled: a key meant for one host is never sent
-	// to another because a variable happened to be set.
+	// Nothing here reads the environment: a key meant for one host is never sent to another
+	// because a variable happened to be set.
 	APIKey string
 	// APIKeyVar names where the key came from (e.g. "OPENAI_API_KEY"), so an authentication
 	// error can say what to fix. Defaults to the provider's usual variable.
@@ -46,8 +46,8 @@ type Options struct {
 	MaxRetries int
 	// MaxRetryDelay caps how long a server may ask us to wait (retry-after) before a retry; a
 	// longer wait ends the call with a rate-limit error that says how long the server asked
-	// for. Default one minute. (OpenAI's SDK also caps its exponential backoff with it;
-	// Anthropic's caps its own at 8s.)
+	// for. Default one minute. It also caps the exponential backoff used when the server does
+	// not say (0.5s doubling per retry, at most 8s).
 	MaxRetryDelay time.Duration
 	// Timeout bounds each attempt, streaming included (default 5 minutes). The caller's
 	// context bounds the whole call, retries included.
@@ -57,7 +57,8 @@ type Options struct {
 	MaxResponseBytes int64
 	// Stream asks for server-sent events; the result is the same Response.
 	Stream bool
-	// HTTPClient defaults to a client with its own copy of http.DefaultTransport.
+	// HTTPClient defaults to a client with its own copy of http.DefaultTransport. Its
+	// redirect policy is replaced: model requests never follow redirects (they carry the key).
 	HTTPClient *http.Client
 	// Logger receives debug logging (Debug) and retry notices; nil logs nothing.
 	Logger *slog.Logger
@@ -137,7 +138,8 @@ func DebugFromEnv(getenv func(string) string) (DebugOptions, error) {
 // settings are Options with defaults applied and the base URL checked.
 type settings struct {
 	Options
-	base *url.URL
+	base   *url.URL
+	client *http.Client // HTTPClient, without redirects
 }
 
 func (o Options) withDefaults() (settings, error) {
@@ -187,6 +189,11 @@ func (o Options) withDefaults() (settings, error) {
 	if s.HTTPClient == nil {
 		s.HTTPClient = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	}
+	// A redirect would replay the key to wherever the server points (Go keeps x-api-key across
+	// hosts), and a 301/302 would turn the POST into a GET anyway: the 3xx is reported instead.
+	hc := *s.HTTPClient
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	s.client = &hc
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,9 +10,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	anthropicopt "github.com/anthropics/anthropic-sdk-go/v2/option"
-	openaiopt "github.com/openai/openai-go/v3/option"
 
 	"github.com/codemode-go/codemode/internal/provider/scripted"
 )
@@ -87,8 +85,8 @@ func TestA10PayloadCheck(t *testing.T) {
 	}
 }
 
-// TestA10ChecksTheSerializedBody: a tool added to the JSON body after rendering (here by an SDK
-// option, as any middleware or SDK default could) is caught, because the check reads the bytes
+// TestA10ChecksTheSerializedBody: a tool added to the JSON body after rendering (here by an edit
+// of the rendered bytes, as any later layer could) is caught, because the check reads the bytes
 // about to be sent rather than Request.Tools.
 func TestA10ChecksTheSerializedBody(t *testing.T) {
 	sneaky := []map[string]any{
@@ -106,12 +104,26 @@ func TestA10ChecksTheSerializedBody(t *testing.T) {
 			srv := scripted.New(t)
 			c := newClient(t, srv, v, func(o *Options) { o.CheckPayload = a10() })
 			req := Request{Model: "m", Tools: surface, Messages: []Message{{Role: RoleUser, Text: "hi"}}}
+			setTools := func(tools any) func([]byte) []byte {
+				return func(body []byte) []byte {
+					var m map[string]any
+					if err := json.Unmarshal(body, &m); err != nil {
+						t.Fatal(err)
+					}
+					m["tools"] = tools
+					out, err := json.Marshal(m)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return out
+				}
+			}
 			var err error
 			switch cl := c.(type) {
 			case *openaiClient:
-				_, err = cl.complete(context.Background(), req, openaiopt.WithJSONSet("tools", sneaky))
+				_, err = cl.complete(context.Background(), req, setTools(sneaky))
 			case *anthropicClient:
-				_, err = cl.complete(context.Background(), req, anthropicopt.WithJSONSet("tools", sneakyAnthropic))
+				_, err = cl.complete(context.Background(), req, setTools(sneakyAnthropic))
 			}
 			var pe *Error
 			if !errors.As(err, &pe) || pe.Kind != KindPayloadRejected || !strings.Contains(err.Error(), "delete_everything") {

@@ -67,17 +67,25 @@ func parseArguments(tc *ToolCall) {
 		tc.Arguments = json.RawMessage(`{}`)
 		return
 	}
-	var obj map[string]json.RawMessage
-	err := json.Unmarshal([]byte(raw), &obj)
+	// Validated without building the object: a huge argument object from a hostile server
+	// must not become a huge map.
+	b := []byte(raw)
+	var err error
+	if !json.Valid(b) {
+		var v json.RawMessage
+		err = json.Unmarshal(b, &v)
+	}
 	var syn *json.SyntaxError
 	switch {
 	case errors.As(err, &syn):
 		tc.Malformed = fmt.Sprintf("the arguments are not valid JSON (%s at byte %d)", syn.Error(), syn.Offset)
 	case err != nil:
-		tc.Malformed = "the arguments are not a JSON object"
-	case obj == nil:
+		tc.Malformed = "the arguments are not valid JSON"
+	case raw == "null":
 		tc.Malformed = "the arguments are null, not a JSON object"
+	case raw[0] != '{':
+		tc.Malformed = "the arguments are not a JSON object"
 	default:
-		tc.Arguments = json.RawMessage(raw)
+		tc.Arguments = b
 	}
 }

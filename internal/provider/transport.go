@@ -7,37 +7,72 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/tidwall/gjson"
 )
 
-// Both SDKs define Middleware as an alias of this function type, so one method serves both.
-type middlewareNext = func(*http.Request) (*http.Response, error)
-
 const (
 	maxErrorBody = 1 << 20 // an error body is read whole, up to this, to report the server's message
 	headBytes    = 512     // the start of a success body, kept to explain protocol errors
+	drainBytes   = 4 << 10 // read after a complete reply so the connection can be reused
+	// maxBackoff caps the exponential wait between retries when the server does not say how
+	// long to wait (Options.MaxRetryDelay caps it further).
+	maxBackoff = 8 * time.Second
+	userAgent  = "codemode-provider"
 )
 
 var errTooLarge = errors.New("response body exceeds the size limit")
 
-// call is the state of one Complete. The SDK runs its middleware once per HTTP attempt, so the
-// middleware is where the final serialized body can be checked (A10) before any byte leaves,
-// and where status, headers and the start of each body are seen for error messages that do
-// not depend on the SDK having parsed them.
+// wire is what one provider's dialect contributes to a call: how to read a reply (one JSON
+// body or an SSE stream) and how to read its error bodies. Everything else — the A10 check,
+// retries, bounds, debug taps and error classification — is the same for both and lives here.
+type wire struct {
+	decodeJSON   func(body []byte) (*Response, error)
+	decodeStream func(events *sseReader) (*Response, error)
+	errorBody    func(body []byte) apiError
+}
+
+// protocolError is a reply that arrived whole but is not the provider's protocol (no choices,
+// a stream that ended half-way, JSON of the wrong shape).
+type protocolError struct{ detail string }
+
+func (e *protocolError) Error() string { return e.detail }
+
+func protocolf(format string, args ...any) error {
+	return &protocolError{detail: fmt.Sprintf(format, args...)}
+}
+
+// eventError is an error event inside a 200 stream: the server failed part-way through.
+type eventError struct{ api apiError }
+
+func (e *eventError) Error() string { return "error event in the stream: " + e.api.message }
+
+// errStatus marks an attempt that ended in an HTTP error status; the status, headers and body
+// are in the call.
+var errStatus = errors.New("the server answered with an error status")
+
+// apiError is what a provider's error object says.
+type apiError struct {
+	message string
+	typ     string
+}
+
+// call is the state of one Complete: the settings, and what the last HTTP attempt saw (status,
+// headers, the start of the body), so that an *Error can explain itself even when the reply
+// could not be parsed at all.
 type call struct {
 	s        *settings
 	provider string
 	model    string
-	cancel   context.CancelCauseFunc
 
-	mu          sync.Mutex
 	attempts    int
 	payloadErr  error
 	status      int
@@ -46,95 +81,160 @@ type call struct {
 	errBody     []byte
 	head        []byte
 	retryAfter  time.Duration
-	capped      bool // the server asked to wait longer than MaxRetryDelay
-	tooLarge    bool
+	capped      bool  // the server asked to wait longer than MaxRetryDelay
+	tooLarge    bool  // the body went past MaxResponseBytes
+	readErr     error // reading the success body failed (connection dropped, attempt timed out)
+	timedOut    bool  // the attempt's own timeout passed
 }
 
 func newCall(s *settings, provider, model string) *call {
 	return &call{s: s, provider: provider, model: model}
 }
 
-// start derives the context the SDK runs in: cancelling it with a cause is how a refused
-// payload stops the SDK's retry loop at once instead of backing off and asking again.
-func (c *call) start(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancelCause(parent)
-	c.cancel = cancel
-	return ctx, func() { cancel(nil) }
-}
-
-func (c *call) middleware(req *http.Request, next middlewareNext) (*http.Response, error) {
-	c.mu.Lock()
-	attempt := c.attempts + 1
-	c.mu.Unlock()
-	// The body is only read when something needs it: the A10 check or payload logging. Only
-	// the check fails closed; logging alone never stops a request.
-	if c.s.CheckPayload != nil || c.s.Debug.Payload != "" {
-		body, err := requestBody(req)
-		var names []string
+// post sends body to url and reads the reply with w, retrying what may succeed later. header
+// carries the provider's own headers (authentication, version). edits, for tests, change the
+// body after rendering, as any later layer could: the A10 check must see the final bytes.
+func (c *call) post(parent context.Context, url string, header http.Header, body []byte, stream bool, w wire, edits ...func([]byte) []byte) (*Response, error) {
+	for _, edit := range edits {
+		body = edit(body)
+	}
+	for {
+		if err := c.checkPayload(body); err != nil {
+			return nil, c.refusal(err)
+		}
+		if parent.Err() != nil {
+			return nil, c.contextError(parent)
+		}
+		res, err := c.attempt(parent, url, header, body, stream, w)
 		if err == nil {
-			names, err = toolNames(body)
+			return res, nil
 		}
-		switch {
-		case err != nil && c.s.CheckPayload != nil:
-			return nil, c.refuse(fmt.Errorf("cannot read the tool list of the request body: %w", err))
-		case err != nil:
-			c.s.Logger.Warn("model payload: cannot read the tool list", "provider", c.provider, "error", err.Error())
-		default:
-			c.logPayload(attempt, names, body)
+		if parent.Err() != nil {
+			return nil, c.contextError(parent)
 		}
-		if c.s.CheckPayload != nil {
-			if err := c.s.CheckPayload(names); err != nil {
-				return nil, c.refuse(err)
-			}
+		retry := c.retryable(err)
+		if !retry || c.attempts > c.s.MaxRetries {
+			return nil, c.fail(err, w)
+		}
+		delay := c.delay()
+		c.s.Logger.Warn("model request failed; retrying", "provider", c.provider, "attempt", c.attempts,
+			"status", c.status, "wait", delay.String())
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-parent.Done():
+			t.Stop()
+			return nil, c.contextError(parent)
 		}
 	}
-	c.mu.Lock()
-	c.attempts = attempt
-	c.mu.Unlock()
+}
+
+// checkPayload runs A10 and the payload log on the bytes about to be sent, before every
+// attempt. Only the check fails closed; logging alone never stops a request.
+func (c *call) checkPayload(body []byte) error {
+	if c.s.CheckPayload == nil && c.s.Debug.Payload == "" {
+		return nil
+	}
+	names, err := toolNames(body)
+	switch {
+	case err != nil && c.s.CheckPayload != nil:
+		return fmt.Errorf("cannot read the tool list of the request body: %w", err)
+	case err != nil:
+		c.s.Logger.Warn("model payload: cannot read the tool list", "provider", c.provider, "error", err.Error())
+	default:
+		c.logPayload(c.attempts+1, names, body)
+	}
+	if c.s.CheckPayload != nil {
+		return c.s.CheckPayload(names)
+	}
+	return nil
+}
+
+// attempt is one HTTP request and the whole reading of its reply, under Options.Timeout.
+func (c *call) attempt(parent context.Context, url string, header http.Header, body []byte, stream bool, w wire) (*Response, error) {
+	ctx, cancel := context.WithTimeout(parent, c.s.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header = header.Clone()
+	c.attempts++
+	c.reset()
 
 	began := time.Now()
-	res, err := next(req)
+	res, err := c.s.client.Do(req)
 	if err != nil {
-		c.logAttempt(req, attempt, nil, began, err)
-		return res, err
+		c.timedOut = ctx.Err() != nil
+		c.logAttempt(req, nil, began, err)
+		return nil, err
 	}
 	c.observe(res)
-	c.logAttempt(req, attempt, res, began, nil)
-	if res.StatusCode >= 400 {
+	c.logAttempt(req, res, began, nil)
+	if res.StatusCode < 200 || res.StatusCode > 299 {
 		c.readErrorBody(res)
-		return res, nil
+		return nil, errStatus
 	}
-	res.Body = &boundedBody{rc: res.Body, left: c.s.MaxResponseBytes, c: c, tap: c.newTap(res)}
-	return res, nil
-}
-
-// refuse records a payload refusal and cancels the call so the SDK does not retry it.
-func (c *call) refuse(err error) error {
-	c.mu.Lock()
-	c.payloadErr = err
-	c.mu.Unlock()
-	if c.cancel != nil {
-		c.cancel(err)
-	}
-	return err
-}
-
-// observe records the response's status and headers and enforces the retry-after cap: when the
-// server wants a longer wait than we allow, x-should-retry tells the SDK not to retry (both
-// SDKs respect it; Anthropic's would otherwise sleep as long as the server says).
-func (c *call) observe(res *http.Response) {
-	ra, ok := retryAfter(res.Header)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.status, c.header, c.contentType = res.StatusCode, res.Header, res.Header.Get("Content-Type")
-	c.head, c.errBody = nil, nil
-	c.retryAfter, c.capped = 0, false
-	if ok {
-		c.retryAfter = ra
-		if ra > c.s.MaxRetryDelay && retryableStatus(res.StatusCode) {
-			c.capped = true
-			res.Header.Set("X-Should-Retry", "false")
+	bb := &boundedBody{rc: res.Body, left: c.s.MaxResponseBytes, c: c, tap: c.newTap(res)}
+	defer bb.Close()
+	var out *Response
+	if isStream(res.Header.Get("Content-Type"), stream) {
+		out, err = w.decodeStream(newSSEReader(bb))
+	} else {
+		var raw []byte
+		if raw, err = readAll(bb, res.ContentLength, c.s.MaxResponseBytes); err == nil {
+			out, err = w.decodeJSON(raw)
 		}
+	}
+	if err != nil {
+		c.timedOut = ctx.Err() != nil
+		return nil, err
+	}
+	// Read what is left (the end of the stream, a newline) so the connection can be reused.
+	_, _ = io.CopyN(io.Discard, bb, drainBytes)
+	if c.header != nil {
+		out.RequestID = clean(requestID(c.header), 100)
+	}
+	return out, nil
+}
+
+// isStream says how to read a success body: by its content type when it names JSON or SSE
+// (some OpenAI-compatible servers answer a stream request with one JSON body), else by what
+// was asked for.
+func isStream(contentType string, asked bool) bool {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	switch mt {
+	case "text/event-stream":
+		return true
+	case "application/json":
+		return false
+	}
+	return asked
+}
+
+// readAll reads a whole body, sized by its Content-Length when that is within the limit.
+func readAll(r io.Reader, length, limit int64) ([]byte, error) {
+	var b bytes.Buffer
+	if length > 0 && length <= limit {
+		b.Grow(int(length) + 1)
+	}
+	_, err := b.ReadFrom(r)
+	return b.Bytes(), err
+}
+
+// reset forgets what the previous attempt saw.
+func (c *call) reset() {
+	c.status, c.header, c.contentType = 0, nil, ""
+	c.head, c.errBody = nil, nil
+	c.retryAfter, c.capped, c.tooLarge, c.readErr, c.timedOut = 0, false, false, nil, false
+}
+
+// observe records the response's status and headers and applies the retry-after cap.
+func (c *call) observe(res *http.Response) {
+	c.status, c.header, c.contentType = res.StatusCode, res.Header, res.Header.Get("Content-Type")
+	if ra, ok := retryAfter(res.Header); ok {
+		c.retryAfter = ra
+		c.capped = ra > c.s.MaxRetryDelay && retryableStatus(res.StatusCode)
 	}
 }
 
@@ -142,41 +242,75 @@ func (c *call) readErrorBody(res *http.Response) {
 	limit := min(int64(maxErrorBody), c.s.MaxResponseBytes)
 	b, _ := io.ReadAll(io.LimitReader(res.Body, limit))
 	_ = res.Body.Close()
-	c.mu.Lock()
 	c.errBody = b
-	c.mu.Unlock()
-	res.Body = io.NopCloser(bytes.NewReader(b))
 }
 
-func (c *call) logAttempt(req *http.Request, attempt int, res *http.Response, began time.Time, err error) {
-	log := c.s.Logger
+// retryable says whether the failed attempt may succeed if sent again: an error status the
+// server calls retryable (408, 409, 429, 5xx, or x-should-retry: true) unless it asks for a
+// longer wait than we allow; a connection that failed or dropped; an attempt that timed out.
+// A reply that is not the protocol, an error event in a stream and an oversized body are not.
+func (c *call) retryable(err error) bool {
+	var pe *protocolError
+	var ee *eventError
+	switch {
+	case errors.As(err, &pe), errors.As(err, &ee), c.tooLarge, errors.Is(err, errTooLarge):
+		return false
+	case errors.Is(err, errStatus):
+		if c.capped {
+			return false
+		}
+		switch c.header.Get("X-Should-Retry") {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+		return retryableStatus(c.status)
+	}
+	return true
+}
+
+// delay is how long to wait before the next attempt: what the server asked (retry-after, at
+// most MaxRetryDelay since a longer wait is not retried), else 0.5s doubling per retry, capped
+// at 8s and MaxRetryDelay, less up to a quarter of jitter.
+func (c *call) delay() time.Duration {
+	if c.status != 0 && c.header != nil {
+		if ra, ok := retryAfter(c.header); ok {
+			return min(ra, c.s.MaxRetryDelay)
+		}
+	}
+	d := min(maxBackoff, c.s.MaxRetryDelay)
+	if n := c.attempts - 1; n < 5 {
+		d = min(d, 500*time.Millisecond<<n)
+	}
+	if j := int64(d / 4); j > 0 {
+		d -= time.Duration(rand.Int64N(j))
+	}
+	return d
+}
+
+func (c *call) logAttempt(req *http.Request, res *http.Response, began time.Time, err error) {
+	if !c.s.Debug.Transport {
+		return
+	}
 	status := 0
 	if res != nil {
 		status = res.StatusCode
 	}
-	if c.s.Debug.Transport {
-		attrs := []any{"provider", c.provider, "attempt", attempt, "method", req.Method, "url", redactURL(req.URL),
-			"status", status, "ms", time.Since(began).Milliseconds()}
-		if res != nil {
-			if id := requestID(res.Header); id != "" {
-				attrs = append(attrs, "request_id", clean(id, 100))
-			}
-			if ra, ok := retryAfter(res.Header); ok {
-				attrs = append(attrs, "retry_after", ra.String())
-			}
+	attrs := []any{"provider", c.provider, "attempt", c.attempts, "method", req.Method, "url", redactURL(req.URL),
+		"status", status, "ms", time.Since(began).Milliseconds()}
+	if res != nil {
+		if id := requestID(res.Header); id != "" {
+			attrs = append(attrs, "request_id", clean(id, 100))
 		}
-		if err != nil {
-			attrs = append(attrs, "error", clean(err.Error(), 300))
+		if ra, ok := retryAfter(res.Header); ok {
+			attrs = append(attrs, "retry_after", ra.String())
 		}
-		log.Info("model http attempt", attrs...)
 	}
-	retry := err != nil || retryableStatus(status)
-	if res != nil && res.Header.Get("X-Should-Retry") != "" {
-		retry = res.Header.Get("X-Should-Retry") == "true"
+	if err != nil {
+		attrs = append(attrs, "error", clean(err.Error(), 300))
 	}
-	if attempt <= c.s.MaxRetries && retry && req.Context().Err() == nil {
-		log.Warn("model request failed; the SDK retries it", "provider", c.provider, "attempt", attempt, "status", status)
-	}
+	c.s.Logger.Info("model http attempt", attrs...)
 }
 
 func (c *call) logPayload(attempt int, names []string, body []byte) {
@@ -190,7 +324,7 @@ func (c *call) logPayload(attempt int, names []string, body []byte) {
 }
 
 // boundedBody enforces MaxResponseBytes on a success body (plain or a stream), keeps its first
-// bytes for error messages and feeds the SSE debug tap.
+// bytes for error messages, records a failed read and feeds the SSE debug tap.
 type boundedBody struct {
 	rc   io.ReadCloser
 	left int64
@@ -204,16 +338,10 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		var one [1]byte
 		n, err := b.rc.Read(one[:])
 		if n > 0 {
-			b.c.mu.Lock()
 			b.c.tooLarge = true
-			b.c.mu.Unlock()
-			// Cancelling the call stops the Anthropic SDK from retrying what it would take for
-			// a connection dropped mid-body.
-			if b.c.cancel != nil {
-				b.c.cancel(errTooLarge)
-			}
 			return 0, errTooLarge
 		}
+		b.failed(err)
 		return 0, err
 	}
 	if int64(len(p)) > b.left {
@@ -222,42 +350,24 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
 	if n > 0 {
-		b.c.mu.Lock()
 		if len(b.c.head) < headBytes {
 			b.c.head = append(b.c.head, p[:min(n, headBytes-len(b.c.head))]...)
 		}
-		b.c.mu.Unlock()
 		if b.tap != nil {
 			b.tap.feed(p[:n])
 		}
 	}
+	b.failed(err)
 	return n, err
 }
 
-func (b *boundedBody) Close() error { return b.rc.Close() }
-
-// requestBody returns the body about to be sent without consuming it.
-func requestBody(req *http.Request) ([]byte, error) {
-	if req.Body == nil || req.Body == http.NoBody {
-		return nil, nil
+func (b *boundedBody) failed(err error) {
+	if err != nil && err != io.EOF && b.c.readErr == nil {
+		b.c.readErr = err
 	}
-	if req.GetBody != nil {
-		rc, err := req.GetBody()
-		if err != nil {
-			return nil, err
-		}
-		defer rc.Close()
-		return io.ReadAll(rc)
-	}
-	b, err := io.ReadAll(req.Body)
-	_ = req.Body.Close()
-	if err != nil {
-		return nil, err
-	}
-	req.Body = io.NopCloser(bytes.NewReader(b))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	return b, nil
 }
+
+func (b *boundedBody) Close() error { return b.rc.Close() }
 
 func retryableStatus(s int) bool {
 	return s == http.StatusRequestTimeout || s == http.StatusConflict || s == http.StatusTooManyRequests || s >= 500
@@ -297,84 +407,85 @@ func requestID(h http.Header) string {
 	return h.Get("Request-Id")
 }
 
-// apiError is what a provider's SDK error says, when the SDK produced one.
-type apiError struct {
-	status  int
-	message string
-	typ     string
-}
-
-// fail turns whatever the SDK returned into an *Error. parent is the caller's context (not the
-// call's own), so that a refusal or a per-attempt timeout is not mistaken for the caller's.
-func (c *call) fail(parent context.Context, err error, api func(error) (apiError, bool)) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e := &Error{Provider: c.provider, Attempts: c.attempts, Err: err, Status: c.status, RetryAfter: c.retryAfter}
-	if c.header != nil {
-		e.RequestID = clean(requestID(c.header), 100)
-	}
-	switch {
-	case c.payloadErr != nil:
-		e.Kind, e.Err, e.Status, e.RequestID = KindPayloadRejected, c.payloadErr, 0, ""
-		e.hint = "nothing was sent"
-		if c.attempts > 0 {
-			e.hint = "the request was not sent again"
-		}
-		return e
-	case parent.Err() != nil:
-		e.Err = parent.Err()
-		if errors.Is(parent.Err(), context.DeadlineExceeded) {
-			e.Kind, e.Retryable = KindTimeout, true
-			e.hint = "the caller's deadline passed"
-		} else {
-			e.Kind = KindCanceled
-		}
-		return e
-	case c.tooLarge || errors.Is(err, errTooLarge):
-		e.Kind = KindProtocol
-		e.hint = fmt.Sprintf("the response is larger than %d bytes", c.s.MaxResponseBytes)
-		return e
-	}
-	if a, ok := api(err); ok {
-		if a.status != 0 {
-			e.Status = a.status
-		}
-		e.Message, e.Type = clean(a.message, 500), clean(a.typ, 100)
-		if e.Message == "" {
-			e.Message = clean(errorMessage(c.errBody), 500)
-		}
-		if e.Status >= 400 || e.Type != "" {
-			c.classifyStatus(e)
-			return e
-		}
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
-		e.Kind, e.Retryable = KindTimeout, true
-		e.hint = fmt.Sprintf("no complete response within %s per attempt; raise the timeout or check the server", c.s.Timeout)
-		e.Status = 0
-	case c.status >= 400:
-		if e.Message == "" {
-			e.Message = clean(errorMessage(c.errBody), 500)
-		}
-		c.classifyStatus(e)
-	case c.status == 0 || isNetError(err):
-		e.Kind, e.Retryable, e.Status = KindConnection, true, 0
-		e.Message = clean(netDetail(err), 300)
-		e.hint = fmt.Sprintf("is the server running, and is %s the right base URL?", redactURL(c.s.base))
-	default:
-		e.Kind = KindProtocol
-		e.Message = clean(fmt.Sprintf("%v; content-type %q; body starts %q", err, c.contentType, clean(string(c.head), 120)), 500)
-		e.hint = c.protocolHint()
+// refusal is the *Error for a body CheckPayload refused: nothing (more) was sent.
+func (c *call) refusal(err error) error {
+	c.payloadErr = err
+	e := &Error{Provider: c.provider, Kind: KindPayloadRejected, Attempts: c.attempts, Err: err}
+	e.hint = "nothing was sent"
+	if c.attempts > 0 {
+		e.hint = "the request was not sent again"
 	}
 	return e
 }
 
-// protocol reports a response that parsed but is not a usable reply (no choices, a stream that
-// stopped half-way).
+// contextError is the *Error for the caller's context ending (parent is the caller's context,
+// not the attempt's, so a per-attempt timeout is not mistaken for the caller's).
+func (c *call) contextError(parent context.Context) error {
+	e := &Error{Provider: c.provider, Attempts: c.attempts, Err: parent.Err(), Status: c.status, RetryAfter: c.retryAfter}
+	if c.header != nil {
+		e.RequestID = clean(requestID(c.header), 100)
+	}
+	if errors.Is(parent.Err(), context.DeadlineExceeded) {
+		e.Kind, e.Retryable = KindTimeout, true
+		e.hint = "the caller's deadline passed"
+	} else {
+		e.Kind = KindCanceled
+	}
+	return e
+}
+
+// fail turns the last attempt's failure into an *Error.
+func (c *call) fail(err error, w wire) error {
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return c.protocol(pe.detail)
+	}
+	e := &Error{Provider: c.provider, Attempts: c.attempts, Err: err, Status: c.status, RetryAfter: c.retryAfter}
+	if c.header != nil {
+		e.RequestID = clean(requestID(c.header), 100)
+	}
+	var ee *eventError
+	switch {
+	case c.tooLarge || errors.Is(err, errTooLarge):
+		e.Kind = KindProtocol
+		e.hint = fmt.Sprintf("the response is larger than %d bytes", c.s.MaxResponseBytes)
+	case errors.As(err, &ee):
+		e.Message, e.Type = clean(ee.api.message, 500), clean(ee.api.typ, 100)
+		c.classifyStatus(e)
+	case errors.Is(err, errStatus) && c.status >= 300 && c.status < 400:
+		e.Kind = KindProtocol
+		e.Message = "a redirect"
+		where := "elsewhere"
+		if u, perr := url.Parse(c.header.Get("Location")); perr == nil && u.String() != "" {
+			where = "to " + clean(redactURL(u), 200)
+		}
+		e.hint = fmt.Sprintf("the server redirects %s, and model requests do not follow redirects (they would carry the API key); set the base URL to where the API really is", where)
+	case errors.Is(err, errStatus):
+		a := w.errorBody(c.errBody)
+		e.Message, e.Type = clean(a.message, 500), clean(a.typ, 100)
+		if e.Message == "" {
+			e.Message = clean(errorMessage(c.errBody), 500)
+		}
+		c.classifyStatus(e)
+	case c.timedOut || errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		e.Kind, e.Retryable, e.Status = KindTimeout, true, 0
+		e.hint = fmt.Sprintf("no complete response within %s per attempt; raise the timeout or check the server", c.s.Timeout)
+	case c.status != 0:
+		// The reply had begun (status 200) when the connection broke.
+		e.Kind, e.Retryable = KindConnection, true
+		e.Message = clean("the connection broke while reading the response: "+netDetail(err), 300)
+		e.hint = "the server or a proxy dropped the connection; try again"
+	default:
+		e.Kind, e.Retryable, e.Status = KindConnection, true, 0
+		e.Message = clean(netDetail(err), 300)
+		e.hint = fmt.Sprintf("is the server running, and is %s the right base URL?", redactURL(c.s.base))
+	}
+	return e
+}
+
+// protocol reports a response that is not a usable reply (no choices, a stream that stopped
+// half-way, JSON of the wrong shape, an HTML page).
 func (c *call) protocol(detail string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	// Some proxies answer errors with status 200 and an error object; say what it says.
 	for _, path := range []string{"error.message", "error"} {
 		if m := gjson.GetBytes(c.head, path); m.Type == gjson.String && m.Str != "" {
@@ -382,7 +493,8 @@ func (c *call) protocol(detail string) error {
 			break
 		}
 	}
-	e := &Error{Provider: c.provider, Kind: KindProtocol, Attempts: c.attempts, Status: c.status, Message: clean(detail, 300)}
+	detail = fmt.Sprintf("%s; content-type %q; body starts %q", detail, c.contentType, clean(string(c.head), 120))
+	e := &Error{Provider: c.provider, Kind: KindProtocol, Attempts: c.attempts, Status: c.status, Message: clean(detail, 500)}
 	if c.header != nil {
 		e.RequestID = clean(requestID(c.header), 100)
 	}
@@ -443,17 +555,17 @@ func (c *call) classifyStatus(e *Error) {
 	}
 }
 
-// statusOfType maps an Anthropic error type (an `error` event inside a 200 stream) to the
-// status that type comes with.
+// statusOfType maps a provider error type (an error event inside a 200 stream) to the status
+// that type comes with.
 func statusOfType(t string) int {
 	switch t {
-	case "authentication_error":
+	case "authentication_error", "invalid_api_key":
 		return 401
 	case "permission_error":
 		return 403
 	case "not_found_error":
 		return 404
-	case "rate_limit_error":
+	case "rate_limit_error", "rate_limit_exceeded", "requests", "tokens":
 		return 429
 	case "api_error", "overloaded_error", "server_error":
 		return 500
@@ -466,19 +578,14 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func isNetError(err error) bool {
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNRESET)
-}
-
 func netDetail(err error) string {
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
 		return "connection reset"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "unexpected EOF"
 	}
 	var dns *net.DNSError
 	if errors.As(err, &dns) {
@@ -487,6 +594,10 @@ func netDetail(err error) string {
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Err != nil {
 		return oe.Err.Error()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) && ue.Err != nil {
+		return ue.Err.Error()
 	}
 	return err.Error()
 }

@@ -204,6 +204,34 @@ func (vm *VM) ToString(v Value, max int) (string, error) {
 	return string(b), nil
 }
 
+// ToStringPrefix converts v to a string and returns at most max bytes of its UTF-8 form (cut
+// wherever max falls: the caller cuts on a rune boundary) and the full length in bytes.
+func (vm *VM) ToStringPrefix(v Value, max int) (string, int, error) {
+	lenp, release, err := vm.alloc(8)
+	if err != nil {
+		return "", 0, err
+	}
+	defer release()
+	p, err := vm.call1(vm.f.toCStringLen2, uint64(vm.ctxPtr), uint64(lenp), uint64(v), 0)
+	if err != nil {
+		return "", 0, err
+	}
+	if p == 0 {
+		return "", 0, ErrPendingException
+	}
+	defer func() { _ = vm.callVoid(vm.f.freeCString, uint64(vm.ctxPtr), p) }()
+	n, _ := vm.mem.ReadUint32Le(lenp)
+	read := n
+	if max >= 0 && int(read) > max {
+		read = uint32(max)
+	}
+	b, ok := vm.mem.Read(uint32(p), read)
+	if !ok {
+		return "", 0, errors.New("quickjs: string out of range")
+	}
+	return string(b), int(n), nil
+}
+
 // TooLongError reports a string longer than the caller's bound.
 type TooLongError struct{ Len int }
 

@@ -205,6 +205,35 @@ func RetryAfter(err error) time.Duration {
 	return 0
 }
 
+// PrincipalKey is the session key of runs that belong to a principal and to none of its sessions:
+// serve scopes runs so whenever a principal authenticated (and to "anonymous" for unauthenticated
+// stateless requests), so that any session of the principal, on any replica, may wait on them.
+func PrincipalKey(principal string) string { return "principal:" + principal }
+
+// OwnedByPrincipal reports whether a run of scope belongs to its principal and to no session
+// (its session key is PrincipalKey of its principal).
+func OwnedByPrincipal(scope api.RunContext) bool {
+	return scope.Principal != "" && scope.SessionKey == PrincipalKey(scope.Principal)
+}
+
+// SessionShare is the per-session share that bounds a run (0: unbounded): the configured
+// SessionRuns and SessionBytes, except for a run owned by its principal (OwnedByPrincipal):
+// that one belongs to no session, and every session of the principal would share one session's
+// 16 runs otherwise (issue 18 item 5: 5 sessions × 16), so its bound is one past the principal's
+// share, and the principal's share is the one that refuses.
+func (l Limits) SessionShare(owned bool) (runs int, bytes int64) {
+	if !owned {
+		return l.SessionRuns, l.SessionBytes
+	}
+	if l.PrincipalRuns > 0 {
+		runs = l.PrincipalRuns + 1
+	}
+	if l.PrincipalBytes > 0 {
+		bytes = l.PrincipalBytes + 1
+	}
+	return runs, bytes
+}
+
 // Principal is the identity a run counts against for the per-principal limits: the scope's
 // Principal, or its session key when it has none (stdio, no token).
 func Principal(scope api.RunContext) string {

@@ -135,17 +135,18 @@ func (m *MemDurable) usageLocked(scope api.RunContext) memUsage {
 // admitLocked checks the limits for a run of scope growing by delta bytes (and being new).
 func (m *MemDurable) admitLocked(scope api.RunContext, isNew bool, delta int64) error {
 	u := m.usageLocked(scope)
+	sessRuns, sessBytes := m.lim.SessionShare(OwnedByPrincipal(scope))
 	if isNew {
 		switch {
 		case u.runs >= m.lim.Runs:
 			return ErrTooMany
-		case u.sessRuns >= m.lim.SessionRuns:
+		case u.sessRuns >= sessRuns:
 			return ErrTooManySession
 		case u.prinRuns >= m.lim.PrincipalRuns:
 			return ErrTooManyPrincipal
 		}
 	}
-	if delta > 0 && (u.bytes+delta > m.lim.Bytes || u.sessBytes+delta > m.lim.SessionBytes || u.prinBytes+delta > m.lim.PrincipalBytes) {
+	if delta > 0 && (u.bytes+delta > m.lim.Bytes || u.sessBytes+delta > sessBytes || u.prinBytes+delta > m.lim.PrincipalBytes) {
 		return ErrTooManyBytes
 	}
 	return nil

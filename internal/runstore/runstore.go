@@ -141,13 +141,14 @@ func (s *Store) admitLocked(scope api.RunContext, bytes int) error {
 		}
 	}
 	b := int64(bytes)
+	sessRuns, sessBytes := s.lim.SessionShare(OwnedByPrincipal(scope))
 	switch {
-	case s.lim.SessionRuns > 0 && n >= s.lim.SessionRuns:
+	case sessRuns > 0 && n >= sessRuns:
 		return ErrTooManySession
 	case s.lim.PrincipalRuns > 0 && pn >= s.lim.PrincipalRuns:
 		return ErrTooManyPrincipal
 	case s.lim.Bytes > 0 && total+b > s.lim.Bytes,
-		s.lim.SessionBytes > 0 && mine+b > s.lim.SessionBytes,
+		sessBytes > 0 && mine+b > sessBytes,
 		s.lim.PrincipalBytes > 0 && theirs+b > s.lim.PrincipalBytes:
 		return ErrTooManyBytes
 	}

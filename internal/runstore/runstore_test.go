@@ -240,6 +240,28 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
+// issue 18 item 5: runs of a principal belong to no session (any session of the principal may
+// wait on them): the session share does not bound them, the principal's does.
+func TestPrincipalRunsAreNoSessions(t *testing.T) {
+	s := NewWithLimits(time.Minute, Limits{SessionRuns: 2, SessionBytes: 250, PrincipalRuns: 4})
+	defer s.Close()
+	own := api.RunContext{Principal: "tenant", SessionKey: PrincipalKey("tenant")}
+	for i := range 4 {
+		if err := s.Put(NewID(), own, &fakeRun{}, 100); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if err := s.Put(NewID(), own, &fakeRun{}, 100); !errors.Is(err, ErrTooManyPrincipal) {
+		t.Fatalf("Put = %v, want ErrTooManyPrincipal", err)
+	}
+	sess := api.RunContext{SessionKey: "s"}
+	for i, want := range []error{nil, nil, ErrTooManySession} {
+		if err := s.Put(NewID(), sess, &fakeRun{}, 10); !errors.Is(err, want) {
+			t.Fatalf("session run %d: %v, want %v", i, err, want)
+		}
+	}
+}
+
 func TestSessionLimits(t *testing.T) { // no session can use up the store for the others
 	s := NewWithLimits(time.Minute, Limits{SessionRuns: 2, Bytes: 1000, SessionBytes: 600})
 	defer s.Close()

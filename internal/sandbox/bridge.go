@@ -17,43 +17,12 @@ import (
 // maxBridgePayload bounds one guest request (a tool input, a search query…).
 const maxBridgePayload = 4 << 20
 
+// MaxSavedValueBytes bounds one value a cell hands to results.save (its JSON text).
+const MaxSavedValueBytes = 8 << 20
+
 // MaxUndeliveredBytes bounds the results a run holds for its VM: calls keep running (and
 // finishing) while a run is suspended, and their results wait here for the next wait.
 const MaxUndeliveredBytes = 64 << 20
-
-// hostOut implements text()/json()/console.*: out(kind, text).
-func (r *Run) hostOut(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
-	if len(args) < 2 {
-		return quickjs.Undefined, nil
-	}
-	kind, err := vm.ToString(args[0], 16)
-	if err != nil {
-		return quickjs.Undefined, err
-	}
-	budget := r.maxOut - r.outBytes
-	text, err := vm.ToString(args[1], max(budget, 0))
-	if err != nil {
-		var tl *quickjs.TooLongError
-		if errors.As(err, &tl) {
-			return quickjs.Undefined, r.outputExceeded(tl.Len)
-		}
-		return quickjs.Undefined, err
-	}
-	r.outBytes += len(text)
-	switch kind {
-	case "json":
-		r.output = append(r.output, api.Output{Type: "json", Value: json.RawMessage(text)})
-	default:
-		r.output = append(r.output, api.Output{Type: "text", Text: text})
-	}
-	return quickjs.Undefined, nil
-}
-
-func (r *Run) outputExceeded(n int) error {
-	r.abortCode = api.CodeOutputLimit
-	r.abortMsg = fmt.Sprintf("output limit exceeded: an output entry of %d bytes does not fit in maxOutputBytes (%d; %d used)", n, r.maxOut, r.outBytes)
-	return &api.ToolError{Name: "RangeError", Message: r.abortMsg, Code: string(api.CodeOutputLimit)}
-}
 
 // hostSync implements synchronous requests: sync(op, json) → json.
 func (r *Run) hostSync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (quickjs.Value, error) {
@@ -124,6 +93,21 @@ func (r *Run) hostAsync(vm *quickjs.VM, _ quickjs.Value, args []quickjs.Value) (
 				break
 			}
 			c.host.Prechecked = pre
+			c.seq = c.host.Sequential
+		}
+		if r.slotFree(op) {
+			// Its own limits bound it (the swarm's children): it never waits for, nor takes, one
+			// of the slots the cell's tool calls share.
+			r.mu.Lock()
+			closed := r.closed
+			if !closed {
+				r.free++
+			}
+			r.mu.Unlock()
+			if !closed {
+				r.startCall(c, true)
+			}
+			break
 		}
 		r.queue = append(r.queue, c)
 		r.startQueued()
@@ -139,56 +123,119 @@ func (r *Run) request(vm *quickjs.VM, args []quickjs.Value) (string, []byte, err
 	if err != nil {
 		return "", nil, err
 	}
-	payload, err := vm.ToString(args[1], maxBridgePayload)
+	limit := maxBridgePayload
+	if op == "results.save" {
+		limit = MaxSavedValueBytes
+	}
+	payload, err := vm.ToString(args[1], limit)
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
-			return "", nil, &api.ToolError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, maxBridgePayload)}
+			if op == "results.save" {
+				return "", nil, &api.ToolError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("results.save: the value is %d bytes of JSON (limit %d)", tl.Len, limit)}
+			}
+			return "", nil, &api.ToolError{Name: "RangeError", Message: fmt.Sprintf("request too large: %d bytes (limit %d)", tl.Len, limit)}
 		}
 		return "", nil, err
 	}
 	return op, []byte(payload), nil
 }
 
-// startQueued starts queued calls while concurrency slots are free (E3).
+// startQueued starts queued calls while concurrency slots are free (E3), in call order. A call
+// of a sequential group waits while another call of its group is started and not yet delivered,
+// and so do the later calls of its group (they keep their order); other calls pass it. A
+// slot-free call (see SlotFree) starts whatever the slots.
 func (r *Run) startQueued() {
-	for len(r.queue) > 0 {
+	var held []*call
+	var waiting map[string]bool
+	i := 0
+	for i < len(r.queue) {
+		c := r.queue[i]
+		if c.seq != "" && (r.seqBusy[c.seq] || waiting[c.seq]) {
+			if waiting == nil {
+				waiting = map[string]bool{}
+			}
+			waiting[c.seq] = true
+			held = append(held, c)
+			i++
+			continue
+		}
+		free := r.slotFree(c.op)
 		r.mu.Lock()
-		if r.running+r.remote >= r.maxPending || r.closed {
+		if r.closed || !free && r.running+r.remote >= r.maxPending {
+			r.mu.Unlock()
+			break
+		}
+		if free {
+			r.free++
+		} else {
+			r.running++
+		}
+		r.mu.Unlock()
+		i++
+		if c.seq != "" {
+			r.seqBusy[c.seq] = true
+		}
+		r.startCall(c, free)
+	}
+	if held == nil {
+		r.queue = r.queue[i:]
+		return
+	}
+	r.queue = append(held, r.queue[i:]...)
+}
+
+// slotFree reports whether the host runs op without a concurrency slot.
+func (r *Run) slotFree(op string) bool {
+	sf, ok := r.host.(SlotFree)
+	return ok && sf.SlotFree(op)
+}
+
+// startCall runs a call on its own goroutine; the caller counted it in r.running (or r.free, for
+// a slot-free call).
+func (r *Run) startCall(c *call, free bool) {
+	cctx, cancel := context.WithCancel(r.ctx)
+	c.cancel = cancel
+	c.started = time.Now()
+	r.wg.Add(1)
+	hc := c.host
+	c.host = nil
+	c.running = hc
+	c.approval = nil
+	go func() {
+		defer r.wg.Done()
+		defer cancel()
+		res, err := r.safeAsync(cctx, hc)
+		done := func() { // the call stops counting in Running (and frees its slot)
+			if free {
+				r.free--
+			} else {
+				r.running--
+			}
+		}
+		r.mu.Lock()
+		if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
+			delete(r.awaiting, hc.n)
+		}
+		if hc.withdrawn {
+			// Export is withdrawing the call: it decides whether this completion counts.
+			hc.held = &completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted}
+			done()
 			r.mu.Unlock()
 			return
 		}
-		r.running++
 		r.mu.Unlock()
-		c := r.queue[0]
-		r.queue = r.queue[1:]
-		cctx, cancel := context.WithCancel(r.ctx)
-		c.cancel = cancel
-		c.started = time.Now()
-		r.wg.Add(1)
-		hc := c.host
-		c.host = nil
-		c.running = hc
-		c.approval = nil
-		go func() {
-			defer r.wg.Done()
-			defer cancel()
-			res, err := r.safeAsync(cctx, hc)
-			r.mu.Lock()
-			r.running--
-			if r.awaiting[hc.n] != nil && r.awaiting[hc.n].call == hc {
-				delete(r.awaiting, hc.n)
-			}
-			if hc.withdrawn {
-				// Export is withdrawing the call: it decides whether this completion counts.
-				hc.held = &completion{id: hc.n, result: res, err: err}
-				r.mu.Unlock()
-				return
-			}
-			r.mu.Unlock()
-			r.push(completion{id: hc.n, result: res, err: err})
-		}()
-	}
+		// The result first, then the count: Running stays above 0 until the completion is ready
+		// for the VM and, for a suspended run, handed to the result sink (the shared store), so a
+		// process that drains until Running is 0, or closes a run whose Running is 0, never drops
+		// a result on its way (issue 20: a rolling restart lost one). The second wake lets a
+		// driving VM start queued calls in the slot this frees.
+		r.push(completion{id: hc.n, result: res, err: err, untrusted: hc.untrusted})
+		r.mu.Lock()
+		done()
+		r.mu.Unlock()
+		r.wake()
+	}()
 }
 
 // safeAsync calls the host, turning a panicking tool into an error: a tool bug must not take the
@@ -267,6 +314,10 @@ func (r *Run) deliverReady(vm *quickjs.VM) int {
 			c.owner = ""
 			r.remote--
 		}
+		if c.seq != "" {
+			delete(r.seqBusy, c.seq)
+		}
+		r.taint(done.untrusted)
 		if c.op != "sleep" && c.op != "yield" {
 			r.delivered = append(r.delivered, r.callID(c.id))
 		}
@@ -339,7 +390,16 @@ var cellFrame = regexp.MustCompile(`cell\.js:(\d+):(\d+)`)
 // thrown is a thrown value described as plain data by the prelude.
 type thrown struct {
 	Name, Message, Stack, Code string
-	line, col                  int // first frame in the evaluated program, 0 when none
+	// Missing is the cell's last read of a name tools, MCP or MCP.<server> do not have.
+	Missing   *missingRead
+	line, col int // first frame in the evaluated program, 0 when none
+}
+
+type missingRead struct {
+	Kind   string `json:"kind"`
+	Server string `json:"server"`
+	Name   string `json:"name"`
+	Stack  string `json:"stack,omitempty"`
 }
 
 // describeThrown asks the prelude to describe a thrown value; ok is false when that failed.
@@ -369,6 +429,9 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 	if !ok {
 		return "Uncaught exception"
 	}
+	if msg, code, ok := r.explainMissing(d); ok {
+		d.Message, d.Code = msg, code
+	}
 	var b strings.Builder
 	switch {
 	case d.Name == "Uncaught":
@@ -387,6 +450,37 @@ func (r *Run) describe(vm *quickjs.VM, reason quickjs.Value) string {
 		}
 	}
 	return b.String()
+}
+
+// explainMissing turns the engine's TypeError for calling or dereferencing a name that tools,
+// MCP or MCP.<server> do not have ("not a function", "cannot read property 'x' of undefined")
+// into the catalog's explanation with the nearest names: the cell read that name as undefined on
+// the line that failed (issue 22 item 4: feature detection reads undefined; a call still says
+// what exists).
+func (r *Run) explainMissing(d thrown) (msg, code string, ok bool) {
+	m := d.Missing
+	if d.Name != "TypeError" || m == nil || m.Name == "" {
+		return "", "", false
+	}
+	if d.Message != "not a function" && !(strings.HasPrefix(d.Message, "cannot read property ") && strings.HasSuffix(d.Message, " of undefined")) {
+		return "", "", false
+	}
+	if mm := cellFrame.FindStringSubmatch(m.Stack); mm != nil {
+		if line, _ := strconv.Atoi(mm[1]); line != d.line {
+			return "", "", false // the missing read was elsewhere: not this failure
+		}
+	}
+	p, _ := json.Marshal(struct {
+		Kind   string `json:"kind"`
+		Server string `json:"server"`
+		Name   string `json:"name"`
+	}{m.Kind, m.Server, m.Name})
+	_, err := r.host.Sync("unknown", p)
+	var te *api.ToolError
+	if !errors.As(err, &te) || te.Message == "" {
+		return "", "", false
+	}
+	return te.Message, te.Code, true
 }
 
 // describeSyntax formats the syntax error of a cell that did not compile. An error in the

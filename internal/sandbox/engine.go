@@ -56,7 +56,7 @@ func (e *Engine) HotCache() *HotCache { return e.hot }
 // preludeFns are the prelude's internal functions, kept alive in the template's heap; their
 // values stay valid in every VM restored from it (and from any snapshot of those).
 type preludeFns struct {
-	Setup, Encode, DescribeError, MakeError, Reseed, InstallNamespaces quickjs.Value
+	Setup, Encode, DescribeError, MakeError, Reseed, InstallNamespaces, InstallSwarm quickjs.Value
 }
 
 // NewEngine builds the template: a VM with the prelude evaluated and the host functions created.
@@ -90,7 +90,7 @@ func NewEngine(ctx context.Context, mod *quickjs.Module) (*Engine, error) {
 		return nil, fmt.Errorf("sandbox: prelude install: %w", describeInitError(vm, err))
 	}
 	var fns preludeFns
-	for i, dst := range []*quickjs.Value{&fns.Setup, &fns.Encode, &fns.DescribeError, &fns.MakeError, &fns.Reseed, &fns.InstallNamespaces} {
+	for i, dst := range []*quickjs.Value{&fns.Setup, &fns.Encode, &fns.DescribeError, &fns.MakeError, &fns.Reseed, &fns.InstallNamespaces, &fns.InstallSwarm} {
 		v, err := vm.Get(arr, fmt.Sprint(i))
 		if err != nil || !vm.IsFunction(v) {
 			return nil, errors.New("sandbox: prelude returned an unexpected value")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/codemode-go/codemode/internal/quickjs"
 	"github.com/codemode-go/codemode/internal/source"
 )
 
@@ -20,6 +21,9 @@ func TestHotMode(t *testing.T) {
 		"PendingWorkSuspends": TestPendingWorkSuspends,
 		"DeadlineHolesInWait": TestDeadlineHolesInWait,
 		"EndlessTimerChain":   TestEndlessTimerChain,
+		// issue 22: the snapshot limit and text codecs behave the same hot.
+		"SnapshotLimitLargeState": TestSnapshotLimitLargeState,
+		"TextCodecSurvivesWait":   TestTextCodecSurvivesWait,
 	} {
 		t.Run(name, f)
 	}
@@ -89,6 +93,8 @@ func mustPrepare(tb testing.TB, code string) *source.Program {
 // The memory budget counts what a hot VM holds (its linear memory's capacity), not only the bytes
 // in use: a budget of three VMs' worth keeps three, whatever their heaps use.
 func TestHotBudgetCountsHeldMemory(t *testing.T) { // issue 15: hot VMs within a real memory bound
+	// Pooled memories of earlier tests' larger VMs would give these VMs unequal capacities.
+	quickjs.ReleaseIdleMemory()
 	base, tmpl := testEngine(t)
 	eng, err := NewEngine(context.Background(), base.mod)
 	if err != nil {

@@ -70,9 +70,11 @@ func (r *Run) reportUnhandled(vm *quickjs.VM) {
 }
 
 func (r *Run) addNote(text string) {
-	if r.outBytes+len(text) > r.maxOut {
+	cost := jsonCost(text, true) + OutputEntryOverhead
+	if r.outBytes+cost > r.maxOut || r.out.entries >= MaxOutputEntries {
 		return
 	}
-	r.outBytes += len(text)
+	r.outBytes += cost
+	r.out.entries++
 	r.output = append(r.output, api.Output{Type: "text", Text: text})
 }

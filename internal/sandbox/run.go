@@ -30,10 +30,34 @@ type Limits struct {
 	// restart-safe run's pending work is a model-visible wait.
 	RestartSafe bool
 	// Admit, when set, is called before a VM is created (exec) or restored (wait, once its
-	// pending work is ready) and may refuse with an error (process-wide admission control); its
-	// release function is called when the VM is gone.
-	Admit func(ctx context.Context) (release func(), err error)
+	// pending work is ready) and may refuse with an error (process-wide admission control); the
+	// slot is released when the VM is gone. While the VM only waits for host work (nested calls,
+	// timers) the run marks the slot idle, so that another cell can use the CPU it does not
+	// (issue 18 item 4).
+	Admit func(ctx context.Context) (Slot, error)
 }
+
+// Slot is an admission slot held by one VM from its creation to its end.
+type Slot interface {
+	// Idle says the VM waits for host work: its share of the CPU may go to another VM (its
+	// memory still counts).
+	Idle()
+	// Busy says the VM has work again; it blocks until the VM may run, ctx ends or deadline
+	// passes (then it returns an error and the slot stays idle).
+	Busy(ctx context.Context, deadline time.Time) error
+	// Release frees the slot; safe to call more than once.
+	Release()
+}
+
+// ReleaseSlot adapts a release function to a Slot that never idles (admission that counts
+// VMs, not CPU).
+func ReleaseSlot(release func()) Slot { return releaseSlot(release) }
+
+type releaseSlot func()
+
+func (releaseSlot) Idle()                                 {}
+func (releaseSlot) Busy(context.Context, time.Time) error { return nil }
+func (s releaseSlot) Release()                            { s() }
 
 // MaxQueued bounds nested calls waiting for a slot beyond MaxPending. A cell that starts more
 // gets a catchable error for the excess calls; it never grows host memory without bound.
@@ -58,6 +82,14 @@ type Prechecker interface {
 	Precheck(c *Call) (any, error)
 }
 
+// SlotFree is optionally implemented by a Host: an async request whose op it reports runs at
+// once, without one of the run's concurrency slots (MaxPending), because limits of its own bound
+// it — the swarm's agents.run, whose children queue by tools.swarm's limits and must not starve
+// the cell's tool calls, nor be starved by them. It still counts toward MaxQueued.
+type SlotFree interface {
+	SlotFree(op string) bool
+}
+
 // Call is one asynchronous request as the host sees it.
 type Call struct {
 	// ID is the call's id, "<parent call id>/<n>": the same in pendingToolCalls, approvals and
@@ -67,8 +99,14 @@ type Call struct {
 	Payload []byte
 	// Prechecked is what the host's Precheck returned for this call, or nil.
 	Prechecked any
-	run        *Run
-	n          int64
+	// Sequential, set by the host's Precheck, names the group of calls this one must not overlap
+	// with: calls of one run with the same non-empty Sequential start one at a time, in call
+	// order, each after the previous one's result was delivered (issue 22 item 8).
+	Sequential string
+	// untrusted are the sources the host marked the result with (see Untrusted).
+	untrusted []string
+	run       *Run
+	n         int64
 	// withdrawn (guarded by run.mu) holds the call's completion back: Export is withdrawing it.
 	withdrawn bool
 	held      *completion
@@ -144,6 +182,8 @@ type call struct {
 	// approval is set for a call withdrawn while it waited for a decision: it never ran, and
 	// starts again (asking again) when the run is driven next.
 	approval *api.ApprovalRequest
+	// seq is the call's sequential group ("" for none): see Call.Sequential.
+	seq string
 }
 
 type completion struct {
@@ -152,13 +192,15 @@ type completion struct {
 	err       error
 	noForward bool // a timer's, or a result that came from elsewhere: never handed to the sink
 	reissue   bool // not a result: start the call here (its owner died), see ReissueLater
+	untrusted []string
 }
 
 // CallResult is a call's outcome as data, the form it takes in a run store: the JSON result, or
-// the error the guest's promise rejects with.
+// the error the guest's promise rejects with, and the untrusted sources it carries.
 type CallResult struct {
-	Value json.RawMessage `json:"value,omitempty"`
-	Error *api.ToolError  `json:"error,omitempty"`
+	Value     json.RawMessage `json:"value,omitempty"`
+	Error     *api.ToolError  `json:"error,omitempty"`
+	Untrusted []string        `json:"untrusted,omitempty"`
 }
 
 // data is the completion as a CallResult.
@@ -168,13 +210,13 @@ func (c completion) data() CallResult {
 		if !ok {
 			ce = &api.ToolError{Name: "Error", Message: c.err.Error()}
 		}
-		return CallResult{Error: ce}
+		return CallResult{Error: ce, Untrusted: c.untrusted}
 	}
 	v := c.result
 	if len(v) == 0 {
 		v = []byte("null")
 	}
-	return CallResult{Value: v}
+	return CallResult{Value: v, Untrusted: c.untrusted}
 }
 
 // Run is one cell: created by Start, driven by the exec and later waits. It outlives VMs: while
@@ -204,7 +246,9 @@ type Run struct {
 	notify     chan struct{}
 	closed     bool
 	running    int                 // async calls holding a concurrency slot
+	free       int                 // slot-free async calls running (see SlotFree)
 	awaiting   map[int64]*awaiting // running calls waiting for a person's decision
+	untrusted  []string            // untrusted sources delivered into the VM (sorted, bounded)
 	// detached is set by Export and cleared when a driver resumes the run: completions that
 	// arrive meanwhile also go to sink, so that another process resuming the run gets them.
 	detached bool
@@ -216,6 +260,7 @@ type Run struct {
 	maxPending int
 	calls      map[int64]*call
 	queue      []*call
+	seqBusy    map[string]bool // sequential groups with a call started and not yet delivered
 	nextID     int64
 	main       quickjs.Value // the cell's promise
 	// bodyDone is set once the cell's body settled with a value; value is that value as JSON.
@@ -231,7 +276,8 @@ type Run struct {
 	yieldAsked       bool
 	yielded          *call // the yield_control call to resolve on resume
 	output           []api.Output
-	outBytes         int
+	outBytes         int // what output and value cost against maxOut (see output.go)
+	out              outputState
 	maxOut           int
 	abortCode        api.ErrorCode // set by the host side; the interrupt handler then stops the guest
 	abortMsg         string
@@ -243,6 +289,8 @@ type Run struct {
 	resumed          bool // a wait just restored the VM: deliver once before suspending again
 	// remote counts calls running on other processes (imported): they hold concurrency slots.
 	remote int
+	// slot is the admission slot of the exec or wait driving the VM (nil without admission).
+	slot Slot
 }
 
 // Cell is what Start runs.
@@ -252,6 +300,8 @@ type Cell struct {
 	CallID string
 	// Namespaces is the JSON the prelude installs as the run's namespace globals (N5), or nil.
 	Namespaces []byte
+	// Swarm installs agents.run, phase and log (tools.swarm): only runs with swarm on get them.
+	Swarm bool
 }
 
 // Start creates a run for a cell from a catalog template and drives it until it completes,
@@ -263,17 +313,19 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 		eng: e, host: host, program: prog, ctx: rctx, cancel: cancel, tmpl: tmpl, idPrefix: cell.CallID,
 		notify: make(chan struct{}, 1), calls: map[int64]*call{}, awaiting: map[int64]*awaiting{},
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
-		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: lim.RestartSafe,
+		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: lim.RestartSafe, seqBusy: map[string]bool{},
 	}
+	r.out.reset()
 	r.vmMu.Lock()
 	defer r.vmMu.Unlock()
 	if lim.Admit != nil {
-		release, err := lim.Admit(ctx)
+		slot, err := lim.Admit(ctx)
 		if err != nil {
 			r.end()
 			return r, r.fail(admitCode(err), err.Error())
 		}
-		defer release()
+		r.slot = slot
+		defer r.releaseSlot()
 	}
 	vm, err := e.newVM(ctx, tmpl.img, lim.MemoryLimit)
 	if err != nil {
@@ -288,6 +340,13 @@ func (e *Engine) Start(ctx context.Context, host Host, tmpl *Template, lim Limit
 		if err := r.installNamespaces(vm, cell.Namespaces); err != nil {
 			return r, r.fail(api.CodeInternal, "cannot install the run's namespaces: "+err.Error())
 		}
+	}
+	if cell.Swarm {
+		res, err := vm.Call(e.fns.InstallSwarm, quickjs.Undefined)
+		if err != nil {
+			return r, r.fail(api.CodeInternal, "cannot install the swarm globals: "+describeInitError(vm, err).Error())
+		}
+		vm.Free(res)
 	}
 	if o, ok := r.begin(vm); !ok {
 		return r, o
@@ -463,7 +522,7 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 			continue
 		}
 		if len(r.calls) == 0 {
-			return r.fail("", "the cell is awaiting a promise that nothing will settle (no tool call, timer or yield is pending)")
+			return r.fail(api.CodeCellError, "the cell is awaiting a promise that nothing will settle (no tool call, timer or yield is pending)")
 		}
 		if r.stuckOnDecisions() {
 			// Only calls waiting for a decision nobody is being asked for remain: the embedder
@@ -473,12 +532,33 @@ func (r *Run) drive(ctx context.Context, vm *quickjs.VM) Outcome {
 		if r.spinForCompletion() {
 			continue
 		}
+		// Idle until something happens: the admission slot's CPU share is free meanwhile.
+		if r.slot != nil {
+			r.slot.Idle()
+		}
 		select {
 		case <-r.notify:
 		case <-deadline.C:
 		case <-ctx.Done():
 			return r.fail(api.CodeTimeout, "exec cancelled: "+ctx.Err().Error())
 		}
+		if r.slot != nil {
+			if err := r.slot.Busy(ctx, r.deadline); err != nil {
+				if ctx.Err() != nil {
+					return r.fail(api.CodeTimeout, "exec cancelled: "+ctx.Err().Error())
+				}
+				// No CPU before the deadline: the run suspends as if its work were still pending.
+				return r.suspend(vm, r.suspendReason())
+			}
+		}
+	}
+}
+
+// releaseSlot releases the run's admission slot (the VM is gone or kept hot).
+func (r *Run) releaseSlot() {
+	if r.slot != nil {
+		r.slot.Release()
+		r.slot = nil
 	}
 }
 
@@ -540,7 +620,7 @@ func (r *Run) stuckOnDecisions() bool {
 			manual++
 		}
 	}
-	return manual > 0 && manual == r.running && r.remote == 0 && len(r.ready) == 0
+	return manual > 0 && manual == r.running && r.free == 0 && r.remote == 0 && len(r.ready) == 0
 }
 
 // PendingApprovals lists the calls waiting for a decision, oldest first.
@@ -568,7 +648,7 @@ func (r *Run) PendingApprovals() []api.ApprovalRequest {
 func (r *Run) runningCalls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.running
+	return r.running + r.free
 }
 
 // runJobs drains the QuickJS job queue and reports whether any job ran.
@@ -604,7 +684,10 @@ func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 			if r.stopped(vm) || r.overran() {
 				return r.timeoutFailure(), false
 			}
-			return r.fail("", "the return value cannot be converted to JSON: "+msg), false
+			if isOutOfMemory(msg) {
+				return r.guestFailure(msg), false
+			}
+			return r.fail(api.CodeCellError, "the return value cannot be converted to JSON: "+msg), false
 		}
 		return r.vmFailure(vm, err), false
 	}
@@ -614,7 +697,7 @@ func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 		return r.timeoutFailure(), false
 	}
 	budget := r.maxOut - r.outBytes
-	text, err := vm.ToString(s, max(budget, 0))
+	text, err := r.valueText(vm, s, budget)
 	if err != nil {
 		var tl *quickjs.TooLongError
 		if errors.As(err, &tl) {
@@ -624,19 +707,19 @@ func (r *Run) takeValue(vm *quickjs.VM) (Outcome, bool) {
 	}
 	r.bodyDone = true
 	r.value = []byte(text)
-	r.outBytes += len(text)
+	r.outBytes += jsonCost(text, false)
 	return Outcome{}, true
 }
 
 // complete ends the run with the body's value: nothing is pending any more.
 func (r *Run) complete() Outcome {
 	r.end()
-	return Outcome{ExecResult: api.ExecResult{Status: StatusCompleted, Value: json.RawMessage(r.value), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
+	return Outcome{ExecResult: api.ExecResult{Status: StatusCompleted, Value: json.RawMessage(r.value), Output: r.takeOutput(), Untrusted: r.provenance()}, Delivered: r.takeDelivered()}
 }
 
 func (r *Run) fail(code api.ErrorCode, msg string) Outcome {
 	r.end()
-	return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Error: msg, Code: code, Output: r.takeOutput()}, Delivered: r.takeDelivered()}
+	return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Error: msg, Code: code, Output: r.takeOutput(), Untrusted: r.provenance()}, Delivered: r.takeDelivered()}
 }
 
 func (r *Run) timeoutFailure() Outcome {
@@ -705,22 +788,19 @@ func (r *Run) stopped(vm *quickjs.VM) bool {
 // guestFailure reports an exception that escaped the cell. Out-of-memory is the memory limit
 // (R3): QuickJS makes it uncatchable, and the VM is discarded with the run.
 func (r *Run) guestFailure(msg string) Outcome {
-	if strings.HasPrefix(msg, "InternalError: out of memory") {
-		return r.fail("", fmt.Sprintf("memory limit exceeded: the cell needed more than memoryLimitBytes (%d bytes)", r.memLimit)+r.cancelledNote())
+	if isOutOfMemory(msg) {
+		return r.fail(api.CodeMemoryLimit, fmt.Sprintf("memory limit exceeded: the cell needed more than memoryLimitBytes (%d bytes)", r.memLimit)+r.cancelledNote())
 	}
-	return r.fail("", msg+r.cancelledNote())
+	return r.fail(api.CodeCellError, msg+r.cancelledNote())
 }
+
+// isOutOfMemory reports whether a described exception is QuickJS's out-of-memory error.
+func isOutOfMemory(msg string) bool { return strings.HasPrefix(msg, "InternalError: out of memory") }
 
 func (r *Run) takeDelivered() []string {
 	d := r.delivered
 	r.delivered = nil
 	return d
-}
-
-func (r *Run) takeOutput() []api.Output {
-	o := r.output
-	r.output = nil
-	return o
 }
 
 // release closes the VM that drove the run unless the run kept it hot. The caller holds r.vmMu.

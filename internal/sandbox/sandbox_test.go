@@ -199,7 +199,7 @@ func TestOutput(t *testing.T) { // P1, P2
 		t.Fatalf("%+v", o)
 	}
 	got, _ := json.Marshal(o.Output)
-	want := `[{"type":"text","text":"a 1 {\"b\":2}"},{"type":"text","text":"plain"},{"type":"text","text":"{\"x\":1}"},{"type":"json","value":{"y":[1,"2"]}},{"type":"json","value":null},{"type":"text","text":"e"}]`
+	want := `[{"type":"text","text":"a 1 {\"b\":2}"},{"type":"text","text":"plain"},{"type":"text","text":"{\"x\":1}"},{"type":"json","value":{"y":[1,"2"]}},{"type":"json","value":null},{"type":"text","text":"[error] e"}]`
 	if string(got) != want {
 		t.Fatalf("output\n got %s\nwant %s", got, want)
 	}
@@ -239,16 +239,17 @@ func TestErrors(t *testing.T) {
 		code, want string
 		codeWant   api.ErrorCode
 	}{
-		{"throw new TypeError('boom')", "TypeError: boom (line 1:", ""},
-		{"\n\nnull.x", "TypeError: cannot read property 'x' of null (line 3:", ""},
-		{"function f() {\n  throw new RangeError('deep')\n}\nf()", "RangeError: deep (line 2:", ""},
-		{"throw 'plain'", "Uncaught plain", ""},
-		{"throw {a: 1}", `Uncaught {"a":1}`, ""},
-		{"throw null", "Uncaught null", ""},
-		{"const e = new Error('m'); e.code = 'E_X'; throw e", "Error: m [E_X]", ""},
+		// issue 22 item 5: every terminal failure has a code; the cell's own are cell_error.
+		{"throw new TypeError('boom')", "TypeError: boom (line 1:", api.CodeCellError},
+		{"\n\nnull.x", "TypeError: cannot read property 'x' of null (line 3:", api.CodeCellError},
+		{"function f() {\n  throw new RangeError('deep')\n}\nf()", "RangeError: deep (line 2:", api.CodeCellError},
+		{"throw 'plain'", "Uncaught plain", api.CodeCellError},
+		{"throw {a: 1}", `Uncaught {"a":1}`, api.CodeCellError},
+		{"throw null", "Uncaught null", api.CodeCellError},
+		{"const e = new Error('m'); e.code = 'E_X'; throw e", "Error: m [E_X]", api.CodeCellError},
 		{"return 1 +", "SyntaxError", api.CodeInvalidInput},
 		{"let x = ;", "SyntaxError", api.CodeInvalidInput},
-		{"await new Promise(() => {})", "nothing will settle", ""},
+		{"await new Promise(() => {})", "nothing will settle", api.CodeCellError},
 		{"Promise.reject(new Error('late')); return 1", "", ""}, // unhandled rejections do not fail a completed cell
 	}
 	for _, c := range cases {
@@ -341,14 +342,21 @@ func TestMemoryLimit(t *testing.T) { // R3: the VM fails, the host does not
 			if !strings.Contains(o.Error, "memory") && !strings.Contains(o.Error, "RangeError") {
 				t.Fatalf("error %q", o.Error)
 			}
+			// issue 22 item 5: the memory limit has its own code, so an embedder can branch on it.
+			if strings.HasPrefix(o.Error, "memory limit exceeded") != (o.Code == api.CodeMemoryLimit) {
+				t.Fatalf("code %q for %q", o.Code, o.Error)
+			}
 		})
 	}
 	// Many small objects make QuickJS collect garbage harder as the heap fills: whether the
 	// memory limit or the deadline ends it, the VM ends and the host carries on.
 	lim.Timeout = 500 * time.Millisecond
+	// QuickJS-NG's out-of-memory error is catchable, and when even the error object cannot be
+	// allocated the engine throws null: a cell that catches it goes on within its limit.
 	r, o := runCell(t, nil, `try { const a = []; while (true) a.push({a: [1, 2, 3]}) } catch (e) { return "caught " + e }`, lim)
 	r.Close()
-	if o.Status != StatusFailed || !(o.Code == api.CodeTimeout || strings.Contains(o.Error, "memory")) {
+	caughtNull := o.Status == StatusCompleted && string(o.Value) == `"caught null"`
+	if !caughtNull && (o.Status != StatusFailed || !(o.Code == api.CodeTimeout || o.Code == api.CodeMemoryLimit)) {
 		t.Fatalf("%+v", o)
 	}
 	if o := exec(t, "return 'alive'"); string(o.Value) != `"alive"` {

@@ -328,12 +328,15 @@ func TestStrictNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	cases := []struct{ code, want string }{
-		{`try { tools.reed } catch (e) { return [e instanceof TypeError, e.code, e.message] }`,
-			`[true,"unknown_tool","unknown {\"kind\":\"tools\",\"server\":\"\",\"name\":\"reed\"}"]`},
-		{`try { await tools.reed({}) } catch (e) { return e.message }`, `"unknown {\"kind\":\"tools\",\"server\":\"\",\"name\":\"reed\"}"`},
-		{`try { MCP.github } catch (e) { return e.message }`, `"unknown {\"kind\":\"server\",\"server\":\"\",\"name\":\"github\"}"`},
-		{`try { MCP.everyThing.get_sum } catch (e) { return e.message }`, `"unknown {\"kind\":\"mcp\",\"server\":\"every-thing\",\"name\":\"get_sum\"}"`},
-		{`try { tools["not an ident"] } catch (e) { return e.code }`, `"unknown_tool"`},
+		// issue 22 item 4: feature detection works as on plain objects; missing names are undefined.
+		{`return [typeof tools.reed, tools.reed ? 1 : 2, "reed" in tools, tools.reed === undefined]`, `["undefined",2,false,true]`},
+		{`return [typeof MCP.github, MCP.github ? 1 : 2, "github" in MCP, typeof MCP.everyThing.get_sum, "get_sum" in MCP.everyThing]`,
+			`["undefined",2,false,"undefined",false]`},
+		{`return typeof tools["not an ident"]`, `"undefined"`},
+		{`const t = Object.create(tools); return t.nope === undefined`, `true`},
+		{`const f = tools.reed ?? tools.read; return typeof f`, `"function"`},
+		// A call of a missing name still fails, and an uncaught one says what exists (below).
+		{`try { await tools.reed({}) } catch (e) { return [e instanceof TypeError, e.message] }`, `[true,"not a function"]`},
 		// What a plain object answers still works.
 		{`return [await tools === tools, await MCP === MCP, await MCP.everyThing === MCP.everyThing]`, `[true,true,true]`},
 		{`return [tools.then, tools.toJSON, MCP.then, MCP.everyThing.then, tools.constructor, tools.__proto__]`, `[null,null,null,null,null,null]`},
@@ -347,7 +350,6 @@ func TestStrictNamespaces(t *testing.T) {
 		{`return [Object.isFrozen(tools), Object.isFrozen(MCP), Object.isFrozen(MCP.everyThing)]`, `[true,true,true]`},
 		// The helpers cannot be replaced or shadowed.
 		{`try { tools.search = 1 } catch {} try { Object.defineProperty(tools, "search", {value: 1}) } catch {} return typeof tools.search`, `"function"`},
-		{`const t = Object.create(tools); try { t.nope } catch (e) { return e.code }`, `"unknown_tool"`},
 		{`return typeof MCP.everyThing.$api === "function" && typeof MCP.everyThing.resources.read === "function"`, `true`},
 	}
 	for _, c := range cases {
@@ -363,12 +365,21 @@ func TestStrictNamespaces(t *testing.T) {
 			}
 		})
 	}
-	// An uncaught one fails the cell with the explanation at the access.
-	prog, _ := source.Prepare("\nreturn tools.reed({path: 'x'})", source.JavaScript)
-	r, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
-	r.Close()
-	if o.Status != StatusFailed || !strings.HasPrefix(o.Error, "TypeError: unknown ") || !strings.HasSuffix(o.Error, "[unknown_tool] (line 2:8)") {
-		t.Fatalf("%+v", o)
+	// An uncaught call of a missing name fails the cell with the catalog's explanation (the
+	// fake host answers "unknown <what>") at the call, for each of the three objects.
+	for _, c := range []struct{ code, want string }{
+		{"\nreturn tools.reed({path: 'x'})", `TypeError: unknown {"kind":"tools","server":"","name":"reed"} [unknown_tool] (line 2:`},
+		{"\n\nawait MCP.github.createIssue({})", `TypeError: unknown {"kind":"server","server":"","name":"github"} [unknown_tool] (line 3:`},
+		{"const x = 1;\nawait MCP.everyThing.get_sum({a: 1})", `TypeError: unknown {"kind":"mcp","server":"every-thing","name":"get_sum"} [unknown_tool] (line 2:`},
+		// A missing read on another line is not this failure: the engine's message stays.
+		{"const probe = typeof tools.reed;\nlet f; f()", `TypeError: not a function (line 2:`},
+	} {
+		prog, _ := source.Prepare(c.code, source.JavaScript)
+		r, o := eng.Start(context.Background(), &fakeHost{}, tmpl, defaultLimits(), Cell{Program: prog, CallID: "call"})
+		r.Close()
+		if o.Status != StatusFailed || !strings.HasPrefix(o.Error, c.want) || o.Code != api.CodeCellError {
+			t.Fatalf("%q: %+v", c.code, o)
+		}
 	}
 }
 

@@ -61,6 +61,8 @@ type State struct {
 	Calls       []StateCall     `json:"calls"`
 	Unhandled   [][2]uint64     `json:"unhandled,omitempty"` // tracked rejections: promise, reason
 	Dropped     int             `json:"dropped,omitempty"`   // rejections past the tracking bound
+	// Untrusted are the untrusted sources already delivered into the VM (Call.Untrusted).
+	Untrusted []string `json:"untrusted,omitempty"`
 	// Snapshot is the VM image (EncodeSnapshot's format). It travels beside the JSON, not in it.
 	Snapshot []byte `json:"-"`
 }
@@ -79,6 +81,7 @@ type StateCall struct {
 	Deadline int64                `json:"deadline,omitempty"` // timer: unix milliseconds
 	Approval *api.ApprovalRequest `json:"approval,omitempty"` // awaiting: the request to ask again
 	Result   *CallResult          `json:"result,omitempty"`   // done
+	Seq      string               `json:"seq,omitempty"`      // sequential group (Call.Sequential)
 }
 
 // ErrBadState reports a state that cannot be imported: corrupt, of another version, or not
@@ -165,6 +168,7 @@ func (r *Run) Export() (State, error) {
 	for _, u := range r.unhandled {
 		st.Unhandled = append(st.Unhandled, [2]uint64{uint64(u.promise), uint64(u.reason)})
 	}
+	st.Untrusted = r.provenance()
 	r.mu.Lock()
 	done := make(map[int64]completion, len(r.ready))
 	for _, c := range r.ready {
@@ -183,7 +187,7 @@ func (r *Run) Export() (State, error) {
 			continue
 		}
 		sc := StateCall{ID: c.id, Op: c.op, Payload: string(c.payload), Label: c.label, Started: c.started.UnixMilli(),
-			Resolve: uint64(c.resolve), Reject: uint64(c.reject)}
+			Resolve: uint64(c.resolve), Reject: uint64(c.reject), Seq: c.seq}
 		d, isDone := done[c.id]
 		switch {
 		case isDone:
@@ -310,7 +314,9 @@ func (e *Engine) Import(tmpl *Template, st State, host Host, lim Limits) (*Run, 
 		maxPending: max(1, lim.MaxPending), maxOut: lim.MaxOutputBytes, memLimit: lim.MemoryLimit,
 		maxSnapshot: int(lim.MaxSnapshotBytes), restartSafe: st.RestartSafe, nextID: st.NextID,
 		main: quickjs.Value(st.Main), bodyDone: st.BodyDone, snapshot: st.Snapshot, unhandledDropped: st.Dropped,
+		seqBusy: map[string]bool{}, untrusted: addSources(nil, st.Untrusted...),
 	}
+	r.out.reset()
 	if st.BodyDone {
 		r.value = []byte(st.Value)
 	}
@@ -320,12 +326,15 @@ func (e *Engine) Import(tmpl *Template, st State, host Host, lim Limits) (*Run, 
 	now := time.Now()
 	for _, sc := range st.Calls {
 		c := &call{id: sc.ID, op: sc.Op, payload: []byte(sc.Payload), label: sc.Label,
-			started: time.UnixMilli(sc.Started), resolve: quickjs.Value(sc.Resolve), reject: quickjs.Value(sc.Reject)}
+			started: time.UnixMilli(sc.Started), resolve: quickjs.Value(sc.Resolve), reject: quickjs.Value(sc.Reject), seq: sc.Seq}
 		r.calls[c.id] = c
 		switch sc.Status {
 		case CallRunning:
 			c.owner = sc.Owner
 			r.remote++
+			if c.seq != "" {
+				r.seqBusy[c.seq] = true
+			}
 		case CallQueued, CallAwaiting:
 			c.host = &Call{ID: r.callID(c.id), Op: c.op, Payload: c.payload, run: r, n: c.id}
 			if sc.Approval != nil {
@@ -341,7 +350,10 @@ func (e *Engine) Import(tmpl *Template, st State, host Host, lim Limits) (*Run, 
 			r.yielded = c
 		case CallDone:
 			res := *sc.Result
-			cp := completion{id: c.id, result: res.Value, noForward: true}
+			cp := completion{id: c.id, result: res.Value, noForward: true, untrusted: res.Untrusted}
+			if c.seq != "" {
+				r.seqBusy[c.seq] = true // started, not yet delivered
+			}
 			if res.Error != nil {
 				cp.err = res.Error
 			}
@@ -402,6 +414,9 @@ func (st *State) check(size uint32) error {
 			return errors.New("bad unhandled rejection")
 		}
 	}
+	if len(st.Untrusted) > maxProvenance || !boundedStrings(st.Untrusted) {
+		return errors.New("bad untrusted sources")
+	}
 	if len(st.Calls) > maxStateCalls {
 		return fmt.Errorf("%d calls (limit %d)", len(st.Calls), maxStateCalls)
 	}
@@ -413,7 +428,8 @@ func (st *State) check(size uint32) error {
 			return fmt.Errorf("bad call id %d", c.ID)
 		}
 		seen[c.ID] = true
-		if len(c.Op) > 64 || len(c.Label) > maxStateString || len(c.Owner) > maxStateString || len(c.Payload) > maxBridgePayload {
+		if len(c.Op) > 64 || len(c.Label) > maxStateString || len(c.Owner) > maxStateString || len(c.Seq) > maxStateString ||
+			len(c.Payload) > max(maxBridgePayload, MaxSavedValueBytes) || c.Result != nil && (len(c.Result.Untrusted) > maxProvenance || !boundedStrings(c.Result.Untrusted)) {
 			return fmt.Errorf("call %d: field too large", c.ID)
 		}
 		if !isObject(c.Resolve, size) || !isObject(c.Reject, size) {
@@ -461,6 +477,16 @@ func (st *State) check(size uint32) error {
 		return errors.New("more than one pending yield")
 	}
 	return nil
+}
+
+// boundedStrings reports whether every string is short, valid UTF-8 and not empty.
+func boundedStrings(ss []string) bool {
+	for _, s := range ss {
+		if s == "" || len(s) > 256 || !utf8.ValidString(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // isObject reports whether v can be an object reference into a memory of size bytes.

@@ -328,6 +328,47 @@ func TestResultSink(t *testing.T) { // completions after Export reach the sink, 
 	}
 }
 
+// issue 20 (a rolling restart lost a call's result): a call counts in Running until its result
+// has been handed to the sink, so a process that waits for Running to reach 0 (a drain) or
+// closes a run whose Running is 0 never drops a result on its way to the store.
+func TestRunningCoversTheSink(t *testing.T) {
+	lim := defaultLimits()
+	lim.Timeout = 100 * time.Millisecond
+	host := &fakeHost{release: make(chan struct{})}
+	r, o := runCell(t, host, `return await tools.callValue("a", {})`, lim)
+	defer r.Close()
+	if o.Status != StatusWaiting || r.Running() != 1 {
+		t.Fatalf("%+v, running %d", o, r.Running())
+	}
+	inSink, sunk := make(chan struct{}), make(chan struct{})
+	var running int
+	r.SetResultSink(func(id string, res CallResult) {
+		close(inSink)
+		time.Sleep(20 * time.Millisecond) // a store write
+		running = r.Running()
+		close(sunk)
+	})
+	if _, err := r.Export(); err != nil {
+		t.Fatal(err)
+	}
+	close(host.release)
+	<-inSink
+	if n := r.Running(); n != 1 {
+		t.Fatalf("Running() = %d while the result is still being handed over", n)
+	}
+	<-sunk
+	if running != 1 {
+		t.Fatalf("Running() = %d inside the sink", running)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Running() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("Running() never reached 0")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // approvalHost parks every call for a decision nobody is asked for, like the dispatcher without
 // an Approver, and withdraws on request.
 type approvalHost struct {

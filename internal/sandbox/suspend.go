@@ -35,7 +35,7 @@ func (r *Run) suspend(vm *quickjs.VM, reason string) Outcome {
 // waiting is the outcome of a suspended run.
 func (r *Run) waiting(reason string) Outcome {
 	return Outcome{ExecResult: api.ExecResult{Status: StatusWaiting, Reason: reason, PendingToolCalls: r.PendingInfo(),
-		PendingApprovals: r.PendingApprovals(), Output: r.takeOutput()}, Delivered: r.takeDelivered()}
+		PendingApprovals: r.PendingApprovals(), Output: r.takeOutput(), Untrusted: r.provenance()}, Delivered: r.takeDelivered()}
 }
 
 // SnapshotBytes is what the suspended run counts against the run store's byte limits: the
@@ -116,11 +116,12 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 	}
 	if lim.Admit != nil {
 		// Refused: the run stays suspended (VM or snapshot intact) for a later wait.
-		release, err := lim.Admit(ctx)
+		slot, err := lim.Admit(ctx)
 		if err != nil {
 			return Outcome{ExecResult: api.ExecResult{Status: StatusFailed, Code: admitCode(err), Error: err.Error(), Output: r.takeOutput()}}
 		}
-		defer release()
+		r.slot = slot
+		defer r.releaseSlot()
 	}
 	r.mu.Lock()
 	r.detached = false // a driver is back: results go straight into the VM
@@ -152,7 +153,8 @@ func (r *Run) Resume(ctx context.Context, lim Limits) Outcome {
 	stop := r.arm(vm, time.Until(deadline))
 	defer stop()
 	// The body's value, if it already settled, is part of the result this wait may return.
-	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, len(r.value), lim.MemoryLimit
+	r.maxOut, r.outBytes, r.memLimit = lim.MaxOutputBytes, jsonCost(string(r.value), false), lim.MemoryLimit
+	r.out.reset()
 	r.resumed = true
 	if y := r.yielded; y != nil {
 		r.yielded = nil

@@ -54,19 +54,28 @@ func splitWords(s string, out []string) []string {
 				continue
 			}
 			// A change of script class ends a word: "adcode查询" → adcode, 查询.
-			out = splitCamel(s[start:i], out)
+			out = appendChunk(s[start:i], class, out)
 			start, class = i, c
 			continue
 		}
 		if start >= 0 {
-			out = splitCamel(s[start:i], out)
+			out = appendChunk(s[start:i], class, out)
 			start = -1
 		}
 	}
 	if start >= 0 {
-		out = splitCamel(s[start:], out)
+		out = appendChunk(s[start:], class, out)
 	}
 	return out
+}
+
+// appendChunk appends one run of letters and digits of one script class: spaced scripts are
+// split at case changes, a run of a script without case (CJK, Thai…) is one word as it is.
+func appendChunk(chunk string, class int, out []string) []string {
+	if class != classSpaced {
+		return append(out, chunk)
+	}
+	return splitCamel(chunk, out)
 }
 
 func isAlnum(r rune) bool {
@@ -80,6 +89,10 @@ func isAlnum(r rune) bool {
 func splitCamel(chunk string, out []string) []string {
 	if knobs.noCamel {
 		return append(out, strings.ToLower(chunk))
+	}
+	if plainLower(chunk) {
+		// The common case: lowercase ASCII letters, maybe digits after a short word.
+		return splitDigits(chunk, out)
 	}
 	// ASCII chunks (the common case) are indexed by byte, others decoded.
 	var rs []rune
@@ -127,11 +140,25 @@ func splitCamel(chunk string, out []string) []string {
 	return splitDigits(piece(start, n), out)
 }
 
+// plainLower reports whether chunk is lowercase ASCII letters and digits (no case change to
+// split at).
+func plainLower(chunk string) bool {
+	for i := 0; i < len(chunk); i++ {
+		if c := chunk[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // splitDigits lowercases one camel piece and splits letter/digit boundaries in
 // pieces longer than 4 runes.
 func splitDigits(p string, out []string) []string {
 	if utf8.RuneCountInString(p) <= 4 {
 		return append(out, strings.ToLower(p))
+	}
+	if isASCIIAlpha(p) {
+		return append(out, p) // lowercase letters only: nothing to split or lower
 	}
 	start, prevDigit := 0, false
 	for i, r := range p {
@@ -230,6 +257,15 @@ func init() {
 		currently current given specific specified provided based way thing things something`) {
 		stopwords[w] = true
 	}
+	for w := range stopwords {
+		wordFlags[w] |= flagStop
+	}
+	for w := range abbrev {
+		wordFlags[w] |= flagAbbrev
+	}
+	for p := range phrases {
+		wordFlags[p[0]] |= flagPhrase
+	}
 }
 
 // stem is a light suffix stripper, deliberately weaker than Porter: it only
@@ -302,42 +338,74 @@ func isASCIIAlpha(s string) bool {
 
 // analyze turns text into terms (see the top of this file). scratch is reused
 // for the intermediate word list.
-func analyze(text string, scratch []string, out []string) ([]string, []string) {
+func analyze(text string, scratch []string, out []string, c *cjkCtx) ([]string, []string) {
 	words := splitWords(text, scratch[:0])
-	return words, analyzeWords(words, out)
+	return words, analyzeWordsCJK(words, out, c)
+}
+
+func first(w string) rune {
+	r, _ := utf8.DecodeRuneInString(w)
+	return r
 }
 
 // analyzeWords is analyze after splitWords.
-func analyzeWords(words []string, out []string) []string {
+func analyzeWords(words []string, out []string) []string { return analyzeWordsCJK(words, out, nil) }
+
+// analyzeWordsCJK is analyzeWords with a dictionary for Chinese and Japanese (cjk.go).
+func analyzeWordsCJK(words []string, out []string, c *cjkCtx) []string {
 	for i := 0; i < len(words); i++ {
 		w := words[i]
+		fl := wordFlags[w] // one look-up for the three tables
 		if knobs.noAbbrev {
-			out = appendTerm(out, w)
+			out = appendTermFlags(out, w, fl, c)
 			continue
 		}
-		if i+1 < len(words) {
+		if i+1 < len(words) && fl&flagPhrase != 0 {
 			if p, ok := phrases[[2]string{w, words[i+1]}]; ok {
 				i++
 				if p != "" {
-					out = appendTerm(out, p)
+					out = appendTerm(out, p, c)
 				}
 				continue
 			}
 		}
-		if exp, ok := abbrev[w]; ok {
-			for _, e := range exp {
-				out = appendTerm(out, e)
+		if fl&flagAbbrev != 0 {
+			for _, e := range abbrev[w] {
+				out = appendTerm(out, e, c)
 			}
 			continue
 		}
-		out = appendTerm(out, w)
+		out = appendTermFlags(out, w, fl, c)
 	}
 	return out
 }
 
-func appendTerm(out []string, w string) []string {
+// wordFlags says, per word, whether it is a stopword, an abbreviation or the first word of a
+// phrase (built from those tables at init).
+var wordFlags = map[string]uint8{}
+
+const (
+	flagStop = 1 << iota
+	flagAbbrev
+	flagPhrase
+)
+
+func appendTerm(out []string, w string, c *cjkCtx) []string {
+	return appendTermFlags(out, w, wordFlags[w], c)
+}
+
+// appendTermFlags is appendTerm with w's wordFlags.
+func appendTermFlags(out []string, w string, fl uint8, c *cjkCtx) []string {
 	if !isASCII(w) {
 		if spaceless(w) {
+			switch scriptClass(first(w)) {
+			case classCJK:
+				return appendCJK(out, w, c)
+			case classHangul:
+				if c != nil && c.loan != nil {
+					c.loan(w)
+				}
+			}
 			return appendBigrams(out, w)
 		}
 		if f, folded := foldWord(w); folded {
@@ -348,7 +416,7 @@ func appendTerm(out []string, w string) []string {
 			return append(out, f)
 		}
 	}
-	if stopwords[w] {
+	if fl&flagStop != 0 {
 		return out
 	}
 	if utf8.RuneCountInString(w) == 1 {
@@ -362,7 +430,7 @@ func appendTerm(out []string, w string) []string {
 // Terms returns the index terms of text, as the ranking sees them. It is
 // exported for tests, debugging and explanations ("why did this rank?").
 func Terms(text string) []string {
-	_, out := analyze(text, nil, nil)
+	_, out := analyze(text, nil, nil, &cjkCtx{d: dictionary()})
 	return out
 }
 

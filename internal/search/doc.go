@@ -5,9 +5,10 @@
 // # Model
 //
 // The ranking is BM25F: each tool is a document with fields (name, title,
-// parameter names, description, the description's first sentence, and the
-// server/plugin group); a query term's frequency is weighted and
-// length-normalised per field, summed, and saturated once. The name weighs
+// parameter names, description, the description's first sentence, the
+// server/plugin group, parameter descriptions, translated terms); a query
+// term's frequency is weighted and length-normalised per field, summed, and
+// saturated once. The name weighs
 // most (tool names are short and dense), then the title, the description and
 // parameter names, then the group. Descriptions are untrusted and can be huge,
 // so only their first 2 KB are indexed.
@@ -35,8 +36,16 @@
 //     word, best-of with the hand-written synonyms.
 //   - Server evidence (Options.Servers, evidence.go): a BM25 index of servers'
 //     self-descriptions; a server matching the query lifts its matching tools.
-//   - Diversity for long queries (six or more distinct terms): each need of a
-//     task description gets tools; and an explanation per hit (Hit.Why).
+//   - Chinese and Japanese with a dictionary (cjk.go, package cedict): traditional and
+//     Japanese characters read as simplified, dictionary words beside the bigrams, and
+//     translations both ways (a tool's translated terms "~term", a query's translations),
+//     weighted below literal matches; Japanese cut at script changes (hiragana dropped).
+//   - Loanwords (translit.go): katakana and hangul words meet the catalog's English words by
+//     consonant skeleton (アップロード, 업로드 → upload).
+//   - Cognates (cognate.go): a word the catalog lacks meets the catalog words it is a
+//     near-prefix of (Spanish diagrama → diagram).
+//   - Parameter descriptions (Doc.ParamDocs, SchemaParams): their opening words, weighted low.
+//   - An explanation per hit (Hit.Why).
 //   - Exact-name short-circuit: a query equal to a tool's name or id (case and
 //     separators ignored) ranks that tool first.
 //   - Deterministic order: by score, then by position in the catalog.

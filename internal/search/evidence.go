@@ -6,8 +6,7 @@ import (
 	"strings"
 )
 
-// Query concepts, server evidence, diversity and explanations (issue 23
-// items 3 and 5).
+// Query concepts, server evidence and explanations (issue 23 items 3 and 5).
 
 // A concept is one distinct query term and the ways a tool can match it: the
 // literal term, hand-written synonyms and WordNet expansions, each with a
@@ -63,7 +62,27 @@ func (ix *Index) concepts(s *scratch) []concept {
 				}
 			}
 		}
+		// Across languages (cjk.go): an English word meets a Chinese tool through the tool's
+		// translated terms; a Chinese word meets English tools through its own translations.
+		if !knobs.noTranslate {
+			if tm := ix.terms["~"+qt]; tm != nil {
+				c.alts = append(c.alts, alt{tm: tm, name: "~", w: transDocWeight})
+			}
+			for _, e := range s.trans[qt] {
+				if tm := ix.terms[e]; tm != nil {
+					c.alts = append(c.alts, alt{tm: tm, name: "→" + e, w: transQueryWeight})
+				}
+				if tm := ix.terms["~"+e]; tm != nil {
+					c.alts = append(c.alts, alt{tm: tm, name: "→" + e, w: transQueryWeight * transDocWeight})
+				}
+			}
+		}
 		absent := ix.terms[qt] == nil
+		if absent && !knobs.noCognates {
+			for _, t := range ix.cognates(qt) {
+				c.alts = append(c.alts, alt{tm: ix.terms[t], name: t, w: cognateWeight})
+			}
+		}
 		for _, e := range s.exp[qt] {
 			w := e.w
 			if absent {
@@ -77,6 +96,14 @@ func (ix *Index) concepts(s *scratch) []concept {
 	}
 	return out
 }
+
+// Translated matches weigh below literal ones (chosen on the round-two dev split): a query's own
+// translation (Chinese → English) counts transQueryWeight of a literal match, a tool's
+// translated terms transDocWeight.
+var (
+	transQueryWeight = 0.5
+	transDocWeight   = 0.7
+)
 
 // serverWeight scales a server's BM25 score (over its name, title,
 // description and instructions) into a lift for each of its tools that
@@ -109,15 +136,6 @@ func (ix *Index) liftOf(lift []float64, doc int) float64 {
 	return 0
 }
 
-// diverseConcepts is the number of distinct query concepts from which a query
-// is a task description naming several needs: then the ranking is re-ordered
-// so each need gets its tools, not ten variants of one.
-const diverseConcepts = 6
-
-// diversityDiscount is how much a concept already covered by a chosen hit
-// still counts for the next ones (per covering hit).
-const diversityDiscount = 0.5
-
 // contributions returns, for doc, each concept's best weighted BM25 value
 // (the terms it matched) and how it matched.
 func (ix *Index) contributions(doc int32, cs []concept, out []float64, how []string) ([]float64, []string) {
@@ -140,61 +158,17 @@ func (ix *Index) contributions(doc int32, cs []concept, out []float64, how []str
 	return out, how
 }
 
-// finish re-ranks long queries for diversity, cuts to limit, and fills IDs
-// and explanations.
+// finish cuts to limit and fills IDs and explanations.
 func (ix *Index) finish(s *scratch, hits []Hit, lift []float64, limit int) []Hit {
-	type cand struct {
-		h       Hit
-		contrib []float64
-		how     []string
+	if len(hits) > limit {
+		hits = hits[:limit]
 	}
-	cands := make([]cand, len(hits))
+	out := make([]Hit, len(hits))
 	for i, h := range hits {
-		c, how := ix.contributions(int32(h.Doc), s.concepts, nil, nil)
-		cands[i] = cand{h, c, how}
-	}
-	if len(s.concepts) >= diverseConcepts && !knobs.noDiversity && len(cands) > 1 {
-		covered := make([]int, len(s.concepts))
-		var chosen []cand
-		rest := cands
-		for len(chosen) < limit && len(rest) > 0 {
-			bi, bv := -1, -1.0
-			for i, c := range rest {
-				v := ix.liftOf(lift, c.h.Doc)
-				if c.h.Score > 0 && len(c.contrib) == 0 {
-					v = c.h.Score
-				}
-				for j, x := range c.contrib {
-					f := 1.0
-					for k := 0; k < covered[j]; k++ {
-						f *= diversityDiscount
-					}
-					v += x * f
-				}
-				if v > bv {
-					bi, bv = i, v
-				}
-			}
-			c := rest[bi]
-			for j, x := range c.contrib {
-				if x > 0 {
-					covered[j]++
-				}
-			}
-			chosen = append(chosen, c)
-			rest = append(rest[:bi:bi], rest[bi+1:]...)
-		}
-		cands = chosen
-	}
-	if len(cands) > limit {
-		cands = cands[:limit]
-	}
-	out := make([]Hit, len(cands))
-	for i, c := range cands {
-		h := c.h
+		contrib, how := ix.contributions(int32(h.Doc), s.concepts, nil, nil)
 		h.ID = ix.docs[h.Doc].ID
 		h.ServerMatch = ix.liftOf(lift, h.Doc) > 0
-		h.Matched = explain(s.concepts, c.contrib, c.how)
+		h.Matched = explain(s.concepts, contrib, how)
 		out[i] = h
 	}
 	return out
@@ -218,8 +192,14 @@ func explain(cs []concept, contrib []float64, how []string) []string {
 	var out []string
 	for _, i := range idx {
 		w := cs[i].word
-		if how[i] != "" {
-			w += "≈" + how[i]
+		switch h := how[i]; {
+		case h == "":
+		case h == "~": // the tool's text, translated, has the word
+			w += " (translated)"
+		case strings.HasPrefix(h, "→"): // the word, translated, is in the tool's text
+			w += h + " (translated)"
+		default:
+			w += "≈" + h
 		}
 		out = append(out, w)
 	}

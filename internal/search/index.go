@@ -5,7 +5,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
+	"github.com/codemode-go/codemode/internal/search/cedict"
 	"github.com/codemode-go/codemode/internal/search/wordnet"
 	"github.com/codemode-go/codemode/internal/textcut"
 )
@@ -27,6 +29,9 @@ type Doc struct {
 	// Params are the parameter names. Trusted for native tools; for MCP tools
 	// they only feed the ranking (they are never shown to the model from here).
 	Params []string
+	// ParamDocs are the parameters' descriptions (optional, untrusted): indexed with a low
+	// weight, bounded like the description.
+	ParamDocs []string
 	// Group is the server or plugin id (optional): indexed with a low weight so
 	// "slack" or "stripe" in a query helps, and usable as a filter.
 	Group string
@@ -53,6 +58,8 @@ const (
 	fDesc
 	fGroup
 	fLead
+	fTrans // English translations of the Chinese/Japanese words of the other fields (cjk.go)
+	fParamDocs
 	numFields
 )
 
@@ -62,8 +69,8 @@ const (
 // not very sensitive to them (±0.01 recall@5 over wide ranges); the field
 // weights as a whole are worth about +0.03 recall@5 over equal weights.
 var (
-	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5}
-	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5}
+	fieldWeight = [numFields]float64{fName: 3.0, fTitle: 2.0, fParams: 0.7, fDesc: 0.7, fGroup: 0.7, fLead: 0.5, fTrans: 1, fParamDocs: 0.2}
+	fieldB      = [numFields]float64{fName: 0.5, fTitle: 0.5, fParams: 0.3, fDesc: 0.75, fGroup: 0, fLead: 0.5, fTrans: 0.5, fParamDocs: 0.75}
 )
 
 const k1 = 1.2
@@ -74,9 +81,21 @@ var knobs struct {
 	noSynonyms, noStem, noCamel, noAbbrev, noCompound, noExact bool
 	noUnicode                                                  bool // issue 23: no NFKC, folding or bigrams
 	noWordNet                                                  bool // issue 23: no WordNet expansion
-	noServers, noDiversity                                     bool // issue 23: no server evidence, no diversity
+	noServers                                                  bool // issue 23: no server evidence
+	noCedict, noSegWords, noTranslate                          bool // issue 23 round 2: no dictionary at all, no dictionary words, no translation
+	noCognates                                                 bool // issue 23 round 2: no prefix cognates for unknown words
+	noLoanwords                                                bool // issue 23 round 2: no katakana/hangul loanword matching
+	noKanaSplit                                                bool // issue 23 round 2: Japanese runs analysed as Chinese ones
+	noParamDocs                                                bool // issue 23 round 2: parameter descriptions not indexed
 	plainFields                                                bool // BM25 over name + description only, equal weights
 }
+
+// A tool's translated terms (fTrans) are bounded: the first maxDocTranslations English words of
+// each dictionary word (its commonest senses come first), maxTransTerms in all.
+const (
+	maxDocTranslations = 3
+	maxTransTerms      = 384
+)
 
 // maxTF clips a term's count within one field: repeating a word in a
 // description (or a name) does not make a tool more relevant.
@@ -90,6 +109,9 @@ type posting struct {
 type term struct {
 	idf      float64
 	postings []posting // by doc
+	// While NewIndex counts: the last document that used the term, its slot there, and the
+	// number of documents that use it.
+	lastDoc, slot, df int32
 }
 
 // Index is an immutable ranking index over a catalog version. Build it once per
@@ -103,7 +125,17 @@ type Index struct {
 	// server there (-1: none).
 	servers *Index
 	group   []int32
-	pool    sync.Pool // *scratch
+	// dict is the Chinese–English dictionary the index was built with (nil: none); queries are
+	// analysed with the same one.
+	dict *cedict.Dict
+	// sorted are the index's plain-letter terms in order, for cognate look-ups (built on first
+	// use).
+	sortedOnce sync.Once
+	sorted     []string
+	// loans maps consonant skeletons of catalog words to their terms (translit.go).
+	loanOnce sync.Once
+	loans    map[string][]string
+	pool     sync.Pool // *scratch
 }
 
 type scratch struct {
@@ -118,6 +150,9 @@ type scratch struct {
 	concepts []concept
 	lemmas   []string
 	rel      []wordnet.Related
+	trans    map[string][]string // CJK query term → its translations (terms)
+	single   []string            // single-character CJK words with translations
+	tcache   map[int][]string
 }
 
 // NewIndex builds the index. Cost is linear in the text indexed (some tens of
@@ -129,12 +164,23 @@ func NewIndex(docs []Doc) *Index {
 		terms: map[string]*term{},
 		exact: map[string][]int32{},
 		vocab: map[string]uint8{},
+		dict:  dictionary(),
+	}
+	if knobs.noCedict {
+		ix.dict = nil
 	}
 	n := len(docs)
 
 	// Pass 1: words per field, the raw vocabulary (for compound splitting)
 	// and the exact-name keys.
 	fieldWords := make([][numFields][]string, n)
+	// arena holds all the words; fieldWords slice it (one buffer, not one per field), sized from
+	// the text (about one word per 6 bytes of English, one per 3 of CJK).
+	size := 0
+	for _, d := range docs {
+		size += min(len(d.Description), maxDescriptionBytes) + len(d.Name) + len(d.Title) + 8*len(d.Params)
+	}
+	arena := make([]string, 0, size/5+16)
 	for i, d := range docs {
 		texts := [numFields]string{
 			fName:   textcut.Prefix(d.Name, maxFieldBytes),
@@ -144,22 +190,29 @@ func NewIndex(docs []Doc) *Index {
 			fGroup:  textcut.Prefix(d.Group, maxFieldBytes),
 			fLead:   leadSentence(d.Description),
 		}
+		if fieldWeight[fParamDocs] > 0 && !knobs.noParamDocs {
+			texts[fParamDocs] = paramDocsText(d.ParamDocs)
+		}
 		for f, text := range texts {
 			if text == "" {
 				continue
 			}
-			words := splitWords(text, nil)
+			start := len(arena)
+			arena = splitWords(text, arena)
+			words := arena[start:len(arena):len(arena)]
 			fieldWords[i][f] = words
-			if f == fLead {
-				continue // a prefix of the description
+			if f == fLead || f == fParamDocs {
+				continue // a prefix of the description; prose about parameters, not names
 			}
 			flag := uint8(vocabWord)
 			if f == fDesc || f == fTitle {
 				flag |= vocabProse
 			}
 			for _, w := range words {
-				if len(w) >= 3 && !stopwords[w] && isASCIIAlpha(w) {
-					ix.vocab[w] |= flag
+				if len(w) >= 3 && isASCIIAlpha(w) && !stopwords[w] {
+					if v, ok := ix.vocab[w]; !ok || v&flag != flag {
+						ix.vocab[w] = v | flag
+					}
 				}
 			}
 		}
@@ -174,34 +227,72 @@ func NewIndex(docs []Doc) *Index {
 
 	// Pass 2: per-field term counts (clipped at maxTF) and field lengths.
 	type termCount struct {
-		term string
-		c    [numFields]uint16
+		tm *term
+		c  [numFields]uint16
 	}
 	perDoc := make([][]termCount, n)
 	lens := make([][numFields]int, n)
 	var sumLen [numFields]float64
 	var terms []string
-	pos := map[string]int{} // term → index in perDoc[i], reused
+	var trans []string
+	tcache := map[int][]string{}
+	plain := &cjkCtx{d: ix.dict}
+	translating := &cjkCtx{d: ix.dict, seg: func(_ string, head int) {
+		t, ok := tcache[head]
+		if !ok {
+			for _, e := range translations(ix.dict, head, nil) {
+				if len(t) == maxDocTranslations {
+					break
+				}
+				t = append(t, "~"+e)
+			}
+			tcache[head] = t
+		}
+		if len(trans)+len(t) <= maxTransTerms {
+			trans = append(trans, t...)
+		}
+	}, loan: func(w string) {
+		for _, t := range ix.loanTerms(loanSkeleton(w)) {
+			if len(trans) < maxTransTerms {
+				trans = append(trans, "~"+t)
+			}
+		}
+	}}
 	for i := range docs {
 		var tcs []termCount
-		clear(pos)
+		trans = trans[:0]
 		for f, words := range fieldWords[i] {
+			if f == fTrans {
+				words = trans // filled by the fields before it
+			}
 			if len(words) == 0 {
 				continue
 			}
-			terms = analyzeWords(words, terms[:0])
+			switch f {
+			case fTrans:
+				terms = append(terms[:0], trans...)
+			case fLead, fGroup:
+				terms = analyzeWordsCJK(words, terms[:0], plain)
+			default:
+				terms = analyzeWordsCJK(words, terms[:0], translating)
+			}
 			if f == fName || f == fTitle || f == fGroup {
 				terms = ix.addCompoundParts(words, terms)
 			}
 			for _, t := range terms {
-				j, ok := pos[t]
-				if !ok {
-					j = len(tcs)
-					pos[t] = j
-					tcs = append(tcs, termCount{term: t})
+				// One map access per occurrence; the term remembers its slot in this doc.
+				tm := ix.terms[t]
+				if tm == nil {
+					tm = &term{lastDoc: -1}
+					ix.terms[t] = tm
 				}
-				if tcs[j].c[f] < maxTF {
-					tcs[j].c[f]++
+				if tm.lastDoc != int32(i) {
+					tm.lastDoc, tm.slot = int32(i), int32(len(tcs))
+					tm.df++
+					tcs = append(tcs, termCount{tm: tm})
+				}
+				if c := &tcs[tm.slot].c[f]; *c < maxTF {
+					*c++
 				}
 			}
 			lens[i][f] = len(terms)
@@ -240,16 +331,18 @@ func NewIndex(docs []Doc) *Index {
 			if v == 0 {
 				continue
 			}
-			tm := ix.terms[tc.term]
-			if tm == nil {
-				tm = &term{}
-				ix.terms[tc.term] = tm
+			if tc.tm.postings == nil {
+				tc.tm.postings = make([]posting, 0, tc.tm.df)
 			}
-			tm.postings = append(tm.postings, posting{doc: int32(i), tf: float32(v)})
+			tc.tm.postings = append(tc.tm.postings, posting{doc: int32(i), tf: float32(v)})
 		}
 		perDoc[i] = nil
 	}
-	for _, tm := range ix.terms {
+	for t, tm := range ix.terms {
+		if len(tm.postings) == 0 { // only in fields weighted 0
+			delete(ix.terms, t)
+			continue
+		}
 		df := float64(len(tm.postings))
 		tm.idf = math.Log(1 + (float64(n)-df+0.5)/(df+0.5))
 	}
@@ -259,6 +352,7 @@ func NewIndex(docs []Doc) *Index {
 			best:  make([]float64, n),
 			hit:   make([]bool, n),
 			exp:   map[string][]expansion{},
+			trans: map[string][]string{},
 		}
 	}
 	return ix
@@ -327,6 +421,43 @@ func (ix *Index) segment(w string) []string {
 	return parts
 }
 
+// queryCJK is the analyzer context of a query: dictionary segments give the query concepts
+// their translations (s.trans), and a single-character word that is not a term of its own
+// becomes one (it can only match through its translations).
+func (ix *Index) queryCJK(s *scratch) *cjkCtx {
+	loan := func(w string) {
+		if _, ok := s.trans[w]; ok {
+			return
+		}
+		if t := ix.loanTerms(loanSkeleton(w)); len(t) > 0 {
+			s.trans[w] = t
+			s.single = append(s.single, w)
+		}
+	}
+	if ix.dict == nil {
+		return &cjkCtx{loan: loan}
+	}
+	if s.tcache == nil {
+		s.tcache = map[int][]string{}
+	}
+	if len(s.tcache) > 4096 {
+		clear(s.tcache)
+	}
+	return &cjkCtx{d: ix.dict, loan: loan, seg: func(key string, head int) {
+		if _, ok := s.trans[key]; ok {
+			return
+		}
+		t := translations(ix.dict, head, s.tcache)
+		if len(t) == 0 {
+			return
+		}
+		s.trans[key] = t
+		if utf8.RuneCountInString(key) == 1 {
+			s.single = append(s.single, key)
+		}
+	}}
+}
+
 // Len is the number of documents.
 func (ix *Index) Len() int { return len(ix.docs) }
 
@@ -343,6 +474,10 @@ func (ix *Index) Search(query string, limit int) []Hit {
 // SearchFilter is Search over the documents for which keep returns true
 // (keep == nil keeps all); e.g. one server only.
 func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) []Hit {
+	return ix.search(query, limit, keep)
+}
+
+func (ix *Index) search(query string, limit int, keep func(doc int) bool) []Hit {
 	if limit <= 0 || strings.TrimSpace(query) == "" || len(ix.docs) == 0 {
 		return nil
 	}
@@ -360,25 +495,15 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 		}
 	}
 
-	s.words, s.terms = analyze(query, s.words, s.terms[:0])
+	clear(s.trans)
+	s.single = s.single[:0]
+	s.words, s.terms = analyze(query, s.words, s.terms[:0], ix.queryCJK(s))
+	s.terms = append(s.terms, s.single...)
 	s.terms = ix.expandUnknown(s.words, s.terms)
 	ix.expandWordNet(s)
 	s.concepts = ix.concepts(s)
 	s.touched = s.touched[:0]
-	for _, c := range s.concepts {
-		s.cTouch = s.cTouch[:0]
-		for _, a := range c.alts {
-			ix.scoreTerm(s, a.tm, a.w)
-		}
-		for _, d := range s.cTouch {
-			if !s.hit[d] {
-				s.hit[d] = true
-				s.touched = append(s.touched, d)
-			}
-			s.score[d] += s.best[d]
-			s.best[d] = 0
-		}
-	}
+	ix.scoreConcepts(s, s.concepts)
 	lift := ix.serverLift(query, s)
 
 	top := make([]Hit, 0, min(limit, len(s.touched)+len(exact)))
@@ -403,9 +528,6 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 		top = append(top, ex...)
 	}
 	want := limit
-	if len(s.concepts) >= diverseConcepts && !knobs.noDiversity {
-		want = max(3*limit, 30) // candidates for the diversity re-ranking
-	}
 	rest := min(want, len(ix.docs)) - len(top)
 	var ranked []Hit // the best `rest` hits so far, sorted once full
 	if rest > 0 {
@@ -440,6 +562,24 @@ func (ix *Index) SearchFilter(query string, limit int, keep func(doc int) bool) 
 	}
 	out := append(top, ranked...)
 	return ix.finish(s, out, lift, limit)
+}
+
+// scoreConcepts adds the concepts' scores to s.score (s.touched lists the documents touched).
+func (ix *Index) scoreConcepts(s *scratch, cs []concept) {
+	for _, c := range cs {
+		s.cTouch = s.cTouch[:0]
+		for _, a := range c.alts {
+			ix.scoreTerm(s, a.tm, a.w)
+		}
+		for _, d := range s.cTouch {
+			if !s.hit[d] {
+				s.hit[d] = true
+				s.touched = append(s.touched, d)
+			}
+			s.score[d] += s.best[d]
+			s.best[d] = 0
+		}
+	}
 }
 
 // better orders hits: higher score first, then lower doc position.
@@ -487,6 +627,29 @@ func (ix *Index) expandUnknown(words, terms []string) []string {
 		}
 	}
 	return terms
+}
+
+// Parameter descriptions are indexed by their opening words only: maxParamDoc bytes of each,
+// maxParamDocs in all (schemas can describe every field at length; cost and weight stay bounded).
+const (
+	maxParamDoc  = 96
+	maxParamDocs = 768
+)
+
+func paramDocsText(docs []string) string {
+	var b strings.Builder
+	for _, d := range docs {
+		if d == "" {
+			continue
+		}
+		d = textcut.Prefix(d, maxParamDoc)
+		if b.Len()+len(d)+1 > maxParamDocs {
+			break
+		}
+		b.WriteString(d)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // leadSentence is the description's first sentence (at most 300 bytes), where

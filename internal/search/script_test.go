@@ -19,8 +19,10 @@ func TestTermsMultilingual(t *testing.T) {
 		// A script change ends a word (mixed-script identifiers and prose).
 		{"adcode查询", []string{"adcod", "查询"}},
 		{"POI智能标注", []string{"poi", "智能", "能标", "标注"}},
-		// Japanese: Han and kana are one class.
-		{"ナレッジグラフ", []string{"ナレ", "レッ", "ッジ", "ジグ", "グラ", "ラフ"}},
+		// Japanese (round two): a katakana run is one word, hiragana (grammar) is dropped, kanji
+		// runs are bigrams like Chinese.
+		{"ナレッジグラフ", []string{"ナレッジグラフ"}},
+		{"ファイルを作成する", []string{"ファイル", "作成"}},
 		// Hangul has its own class.
 		{"마이그레이션 TypeScript", []string{"마이", "이그", "그레", "레이", "이션", "type", "script"}},
 		// NFKC: full-width letters and punctuation.
@@ -30,7 +32,7 @@ func TestTermsMultilingual(t *testing.T) {
 		// Cyrillic is spaced: words, lowercased, never stemmed or folded (й stays).
 		{"Построй маршрут", []string{"построй", "маршрут"}},
 		// Voiced kana are not folded.
-		{"が", []string{"が"}},
+		{"ガイド", []string{"ガイド"}},
 	}
 	for _, tt := range tests {
 		if got := Terms(tt.in); !reflect.DeepEqual(got, tt.want) {

@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
@@ -25,68 +21,45 @@ import (
 // decides each call (accept approves, decline and cancel reject) and continues the run with a
 // wait. For clients on protocol versions before multi round-trip, the MCP SDK itself sends the
 // elicitations and calls the handler again with the answers. A client without elicitation gets
-// each rule's fallback (deny unless the rule says allow).
+// each rule's fallback (deny unless the rule says allow). The request state is mrtr.go's.
 
 // maxApprovalRounds bounds the fallback loop of one tool call (a cell that keeps asking).
 const maxApprovalRounds = 16
 
-// stateKey signs request states: a client cannot point a retry at another run.
-var stateKey = func() []byte {
-	k := make([]byte, 32)
-	_, _ = rand.Read(k)
-	return k
-}()
-
-func signState(sessionKey, runID string) string {
-	m := hmac.New(sha256.New, stateKey)
-	m.Write([]byte(sessionKey + "\x00" + runID))
-	return "v1." + runID + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+// scopeKey is what a requestState is bound to: the run's principal, session and conversation.
+func scopeKey(rc api.RunContext) string {
+	return rc.Principal + "\x00" + rc.SessionKey + "\x00" + rc.SessionID
 }
 
-func verifyState(sessionKey, state string) (string, error) {
-	rest, ok := strings.CutPrefix(state, "v1.")
-	i := strings.LastIndexByte(rest, '.')
-	if !ok || i < 0 {
-		return "", errors.New("malformed request state")
-	}
-	runID := rest[:i]
-	if !hmac.Equal([]byte(signState(sessionKey, runID)), []byte(state)) {
-		return "", errors.New("the request state was not issued to this session by this server")
-	}
-	return runID, nil
-}
-
-// canElicit reports whether the client declared elicitation (form mode).
-func canElicit(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	ip := ss.InitializeParams()
-	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil &&
-		(ip.Capabilities.Elicitation.Form != nil || ip.Capabilities.Elicitation.URL == nil)
+// canElicit reports whether the client declared elicitation (form mode), in its session's
+// initialize or — stateless — in this request's _meta.
+func canElicit(req *mcp.CallToolRequest) bool {
+	c := req.ClientCapabilities()
+	return c != nil && c.Elicitation != nil && (c.Elicitation.Form != nil || c.Elicitation.URL == nil)
 }
 
 // multiRoundTrip reports whether the client handles input requests itself (protocol 2026-07-28
 // and later); older clients get them fulfilled by the SDK once per call.
-func multiRoundTrip(ss *mcp.ServerSession) bool {
-	ip := ss.InitializeParams()
-	return ip != nil && ip.ProtocolVersion >= "2026-07-28"
-}
+func multiRoundTrip(req *mcp.CallToolRequest) bool { return req.ProtocolVersion() >= protocolStateless }
 
 // continueRun applies the client's answers to a run's pending approvals and continues it with a
 // wait. It is the retry of an exec or wait whose result asked for input.
-func (s *Server) continueRun(ctx context.Context, run *codemode.Surface, ss *mcp.ServerSession, callID, state string, answers mcp.InputResponseMap) api.ExecResult {
-	runID, err := verifyState(run.RunContext().SessionKey, state)
+func (s *Server) continueRun(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, callID string) api.ExecResult {
+	rt, err := s.states.open(req.Params.RequestState, scopeKey(run.RunContext()))
 	if err != nil {
 		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: " + err.Error()}
 	}
-	who := "elicitation"
-	if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil && ip.ClientInfo.Name != "" {
-		who = "elicitation (" + clipName(ip.ClientInfo.Name) + ")"
+	if rt.Kind != kindApproval {
+		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: unknown requestState kind " + quote(rt.Kind)}
 	}
-	for id, r := range answers {
+	who := "elicitation"
+	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
+		who = "elicitation (" + clipName(ci.Name) + ")"
+	}
+	applied := 0
+	for id, r := range req.Params.InputResponses {
 		er, ok := r.(*mcp.ElicitResult)
-		if !ok {
+		if !ok || !rt.answers(id) {
 			continue
 		}
 		dec := api.Decision{Approve: er.Action == "accept", By: who}
@@ -99,26 +72,36 @@ func (s *Server) continueRun(ctx context.Context, run *codemode.Surface, ss *mcp
 		if reason, ok := er.Content["reason"].(string); ok && reason != "" {
 			dec.Reason = clipName(reason)
 		}
-		if err := run.Decide(ctx, runID, id, dec); err != nil {
-			s.log.Info("approval answer not applied", "run", runID, "call", id, "err", err)
+		if err := run.Decide(ctx, rt.Run, id, dec); err != nil {
+			s.log.Info("approval answer not applied", "run", rt.Run, "call", id, "err", err)
+			continue
 		}
+		applied++
 	}
-	in, _ := json.Marshal(codemode.WaitInput{RunID: runID})
+	if applied == 0 && len(rt.Inputs) > 0 {
+		// Every call it answers was decided before (a replay on another replica) or the
+		// answers are missing: the state changes nothing.
+		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput,
+			Error: "cannot continue the run: the requestState's approvals were already decided, or the retry carries no answer to them; wait on the run instead"}
+	}
+	in, _ := json.Marshal(codemode.WaitInput{RunID: rt.Run})
 	return *run.Handle(ctx, callID, "wait", in).Exec
 }
 
 // settleApprovals handles a waiting(approval) result: with a client that can elicit it returns
 // the input requests to send (and ok); without one it applies the fallbacks and waits again,
 // returning the next result.
-func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, ss *mcp.ServerSession, callID string, res api.ExecResult, retry bool) (api.ExecResult, *mcp.CallToolResult) {
+func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, callID string, res api.ExecResult, retry bool) (api.ExecResult, *mcp.CallToolResult) {
 	for round := 0; res.Status == api.StatusWaiting && res.Reason == api.ReasonApproval && round < maxApprovalRounds; round++ {
-		if canElicit(ss) {
-			if retry && !multiRoundTrip(ss) {
+		if canElicit(req) {
+			if retry && !multiRoundTrip(req) {
 				// The SDK fulfils input requests once per call for older clients: the next
 				// round starts with the model's next wait.
 				return res, nil
 			}
 			reqs := mcp.InputRequestMap{}
+			rt := roundTrip{Kind: kindApproval, Scope: scopeKey(run.RunContext()), Run: res.RunID,
+				Exp: time.Now().Add(s.g.RT.CodeMode().SnapshotTTL()).Unix()}
 			for _, p := range res.PendingApprovals {
 				reqs[p.CallID] = &mcp.ElicitParams{
 					Mode:    "form",
@@ -126,8 +109,12 @@ func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, ss 
 					RequestedSchema: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string",` +
 						`"title":"Note","description":"Optional: why (kept in the audit log)"}}}`),
 				}
+				rt.Inputs = append(rt.Inputs, p.CallID)
+				if e := p.Expires.Unix(); !p.Expires.IsZero() && e < rt.Exp {
+					rt.Exp = e
+				}
 			}
-			return res, &mcp.CallToolResult{InputRequests: reqs, RequestState: signState(run.RunContext().SessionKey, res.RunID)}
+			return res, &mcp.CallToolResult{InputRequests: reqs, RequestState: s.states.sign(rt)}
 		}
 		// Nobody to ask: each call gets its rule's fallback.
 		for _, p := range res.PendingApprovals {

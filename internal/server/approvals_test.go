@@ -51,7 +51,7 @@ func connectWith(t *testing.T, rec *recordTool, opts *mcp.ClientOptions, version
 	t.Helper()
 	cfg := config.Default()
 	cfg.Tools.CodeMode.TimeoutMs = 5000
-	cfg.Tools.Approvals = config.Approvals{Rules: []config.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?", Fallback: fallback}}}
+	cfg.Tools.Approvals = api.Approvals{Rules: []api.ApprovalRule{{Match: "native:app:record", Prompt: "Record this value?", Fallback: fallback}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	g, err := gateway.Open(ctx, cfg, gateway.Options{Tools: []*api.Tool{rec.tool()}})
@@ -151,7 +151,7 @@ func TestForgedRequestState(t *testing.T) { // a retry cannot be pointed at anot
 		t.Fatal(err)
 	}
 	text := res2.Content[0].(*mcp.TextContent).Text
-	if !res2.IsError || !strings.Contains(text, "request state was not issued") || len(rec.counts()) != 0 {
+	if !res2.IsError || !strings.Contains(text, "requestState was not issued") || len(rec.counts()) != 0 {
 		t.Fatalf("%s %v", text, rec.counts())
 	}
 }

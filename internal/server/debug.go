@@ -61,11 +61,11 @@ func (d debugFlags) logSurface(log *slog.Logger, surf *codemode.Surface) {
 	}
 }
 
-func (d debugFlags) logResult(log *slog.Logger, tool, callID string, res api.ExecResult) {
+func (d debugFlags) logResult(log *slog.Logger, tool, callID, principal string, res api.ExecResult) {
 	if !d.codeMode {
 		return
 	}
-	log.Info("code mode "+tool, "call", callID, "status", res.Status, "code", res.Code, "runId", res.RunID,
+	log.Info("code mode "+tool, "call", callID, "principal", principal, "status", res.Status, "code", res.Code, "runId", res.RunID,
 		"pending", len(res.PendingToolCalls), "ms", res.Telemetry.DurationMs, "searches", res.Telemetry.SearchCount,
 		"calls", res.Telemetry.CallCount, "error", clipString(res.Error, 300))
 }

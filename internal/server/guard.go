@@ -1,42 +1,42 @@
 package server
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 
-	"github.com/codemode-go/codemode/config"
+	"github.com/codemode-go/codemode/internal/httpauth"
 )
 
 // guard is the listener's front door, applied to every path before anything else runs:
 //
 //  1. Host must be an IP literal, localhost, or an allowed host; on a loopback listener it must
 //     be a loopback one. A foreign name is how DNS rebinding reaches a local server (403).
-//  2. Origin, when present, must be an allowed origin, or a loopback origin on a loopback Host
+//  2. Public paths (the OAuth protected-resource metadata) are served to anyone from here on.
+//  3. Origin, when present, must be an allowed origin, or a loopback origin on a loopback Host
 //     (a local tool talking to a local server). The MCP transport spec requires 403 otherwise.
-//  3. With a token, Authorization must be `Bearer <token>` (401 otherwise). The comparison is
-//     of SHA-256 digests in constant time, so neither content nor length leaks through timing.
+//  4. When the listener has credentials (a token, principals, OAuth), the request must carry one
+//     (401 otherwise, with a WWW-Authenticate challenge; 403 for an OAuth token without the
+//     scopes). See auth.go. The identity goes into the request's context.
+//
+// Every refusal closes the connection and reads nothing more from it: a request that is refused
+// costs nothing that waits (issue 18 item 2).
 type guard struct {
-	loopback bool // the listener binds loopback addresses only
-	token    [32]byte
-	hasToken bool
+	loopback bool     // the listener binds loopback addresses only
 	origins  []string // normalized
 	hosts    []string // lower case, with or without port
+	auth     *authenticator
+	public   map[string]http.Handler
 }
 
-func newGuard(o HTTPOptions) *guard {
-	g := &guard{loopback: o.Loopback, hosts: o.AllowedHosts}
+func newGuard(o HTTPOptions, auth *authenticator) *guard {
+	g := &guard{loopback: o.Loopback, hosts: o.AllowedHosts, auth: auth, public: map[string]http.Handler{}}
 	for _, orig := range o.AllowedOrigins {
-		if n, msg := config.NormalizeOrigin(orig); msg == "" {
+		if n, msg := httpauth.NormalizeOrigin(orig); msg == "" {
 			g.origins = append(g.origins, n)
 		}
-	}
-	if o.Token != "" {
-		g.token, g.hasToken = sha256.Sum256([]byte(o.Token)), true
 	}
 	return g
 }
@@ -44,30 +44,25 @@ func newGuard(o HTTPOptions) *guard {
 func (g *guard) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if msg := g.checkHost(r.Host); msg != "" {
-			denyJSON(w, r, http.StatusForbidden, "forbidden", msg)
+			refuse(w, r, http.StatusForbidden, msg)
+			return
+		}
+		if h, ok := g.public[r.URL.Path]; ok && (r.Method == http.MethodGet || r.Method == http.MethodOptions) {
+			h.ServeHTTP(w, r)
 			return
 		}
 		if msg := g.checkOrigin(r); msg != "" {
-			denyJSON(w, r, http.StatusForbidden, "forbidden", msg)
+			refuse(w, r, http.StatusForbidden, msg)
 			return
 		}
-		if g.hasToken && !g.authorized(r.Header.Get("Authorization")) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="codemode"`)
-			denyJSON(w, r, http.StatusUnauthorized, "unauthorized",
-				"missing or wrong bearer token: send `Authorization: Bearer <token>` (serve.http.token or CODEMODE_TOKEN)")
+		id, aerr := g.auth.authenticate(r.Context(), r.Header.Get("Authorization"))
+		if aerr != nil {
+			w.Header().Set("WWW-Authenticate", g.auth.challenge(aerr))
+			refuse(w, r, aerr.status, aerr.msg)
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(withIdentity(r.Context(), id)))
 	})
-}
-
-func (g *guard) authorized(h string) bool {
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(sum[:], g.token[:]) == 1
 }
 
 // splitHost returns the lower-cased host name of a Host header value (brackets removed).
@@ -120,7 +115,7 @@ func (g *guard) checkOrigin(r *http.Request) string {
 	if len(vals) > 1 {
 		return "more than one Origin header"
 	}
-	norm, msg := config.NormalizeOrigin(vals[0])
+	norm, msg := httpauth.NormalizeOrigin(vals[0])
 	if msg != "" {
 		return "Origin " + quote(vals[0]) + " is not allowed"
 	}
@@ -170,10 +165,12 @@ func rpcCodeFor(status int) int {
 		return -32003
 	case http.StatusServiceUnavailable:
 		return -32005
-	case http.StatusRequestEntityTooLarge:
-		return -32600
+	case http.StatusNotFound:
+		return codeSessionEnded // the session is gone (the SDK's only 404)
+	case http.StatusInternalServerError:
+		return -32603
 	}
-	return -32000
+	return -32600 // a request the server cannot take (400, 405, 406, 408, 413, 415)
 }
 
 // writeRPCError writes a JSON-RPC error response; id nil means `"id": null` (the request's id

@@ -94,11 +94,7 @@ func (s *Server) Readiness() Readiness {
 			r.Ready = false
 		}
 	}
-	s.mu.Lock()
-	if s.surface != nil {
-		r.Tools = len(s.surface.ToolNames())
-	}
-	s.mu.Unlock()
+	r.Tools = s.ToolCount()
 	for _, st := range s.g.MCPStatus() {
 		if st.Enabled && st.State != upstream.StateReady {
 			r.Ready = false

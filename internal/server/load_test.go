@@ -34,7 +34,18 @@ import (
 var (
 	load        = flag.Bool("load", false, "run the serve load benchmarks (TestLoad*)")
 	loadRunning = flag.Int("load-running", 0, "runtime.admission.maxRunning for TestLoad50Sessions (0: the default)")
+	// loadProtocol is the protocol the load clients speak: "stateless" (2026-07-28, go-sdk's
+	// default: every request stands alone) or "session" (2025-11-25: initialize, Mcp-Session-Id).
+	loadProtocol = flag.String("load-protocol", "session", "protocol of TestLoad50Sessions' clients: session or stateless")
 )
+
+// loadSessionOptions pins the load clients' protocol.
+func loadSessionOptions() *mcp.ClientSessionOptions {
+	if *loadProtocol == "stateless" {
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol}
+}
 
 func loadServer(t *testing.T, mutate func(*config.Config), o HTTPOptions) (*Server, string) {
 	t.Helper()
@@ -76,7 +87,7 @@ func TestLoad50Sessions(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, loadSessionOptions())
 			if err != nil {
 				mu.Lock()
 				failures["connect: "+err.Error()]++
@@ -110,8 +121,8 @@ func TestLoad50Sessions(t *testing.T) {
 		}
 		return lat[min(len(lat)-1, int(float64(len(lat))*p))]
 	}
-	t.Logf("50 sessions × 20 execs × 10 nested calls: %d ok in %v = %.0f execs/s; p50 %v p99 %v max %v; failures %v",
-		len(lat), el.Round(time.Millisecond), float64(len(lat))/el.Seconds(), pct(.5), pct(.99), pct(1), failures)
+	t.Logf("%s protocol: 50 clients × 20 execs × 10 nested calls: %d ok in %v = %.0f execs/s; p50 %v p99 %v max %v; failures %v",
+		*loadProtocol, len(lat), el.Round(time.Millisecond), float64(len(lat))/el.Seconds(), pct(.5), pct(.99), pct(1), failures)
 	if len(failures) > 0 {
 		t.Fatalf("failures: %v", failures)
 	}
@@ -135,7 +146,7 @@ func TestLoadHeavyExecs(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "heavy", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 			if err != nil {
 				t.Error(err)
 				return
@@ -158,9 +169,8 @@ func TestLoadHeavyExecs(t *testing.T) {
 	}
 	wg.Wait()
 	running, queued, rejected := srv.g.AdmissionStats()
-	adm := srv.g.Admission()
 	t.Logf("80 heavy execs in %v: outcomes %v; RSS before %d MiB, peak %d MiB (slots %d × %d MiB limit); after: running %d queued %d rejected %d",
-		time.Since(start).Round(time.Millisecond), outcomes, base>>20, rss("VmHWM")>>20, adm.MaxRunning(), config.Default().Tools.CodeMode.MemoryLimitBytes>>20, running, queued, rejected)
+		time.Since(start).Round(time.Millisecond), outcomes, base>>20, rss("VmHWM")>>20, srv.g.RT.Stats().Admission.MaxRunning, config.Default().Tools.CodeMode.MemoryLimitBytes>>20, running, queued, rejected)
 	if budget := admission.GoMemoryLimit(admission.Derive(config.Default())); rss("VmHWM") > budget {
 		t.Errorf("peak RSS %d MiB over the memory budget's Go limit %d MiB", rss("VmHWM")>>20, budget>>20)
 	}
@@ -192,7 +202,7 @@ func TestLoadSessionChurn(t *testing.T) {
 			defer func() { <-sem }()
 			hc := &http.Client{}
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "churn", Version: "1"}, nil).Connect(context.Background(),
-				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: hc}, nil)
+				&mcp.StreamableClientTransport{Endpoint: url, DisableStandaloneSSE: true, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 			if err != nil {
 				t.Error(err)
 				return

@@ -23,6 +23,7 @@ type metrics struct {
 	calls    *prometheus.CounterVec   // exec/wait by status and code
 	duration *prometheus.HistogramVec // exec/wait duration by call
 	nested   *prometheus.CounterVec   // nested and direct tool calls by source and outcome
+	agents   *prometheus.CounterVec   // child agents (agents.run) by outcome
 	sessions prometheus.Gauge
 }
 
@@ -59,8 +60,8 @@ func newMetrics(src metricSources) *metrics {
 	m := &metrics{reg: prometheus.NewRegistry()}
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "codemode_calls_total",
-		Help: "exec and wait calls by result status and error code (code is empty unless status is failed).",
-	}, []string{"call", "status", "code"})
+		Help: "exec and wait calls by result status and error code (code is empty unless status is failed), and principal (a serve.principals name, default or anonymous).",
+	}, []string{"call", "status", "code", "principal"})
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "codemode_call_duration_seconds",
 		Help:    "Duration of exec and wait calls, queueing for a slot included.",
@@ -70,8 +71,12 @@ func newMetrics(src metricSources) *metrics {
 		Name: "codemode_tool_calls_total",
 		Help: "Tool calls made by cells (nested) and by clients (direct), by tool source and outcome (ok or error).",
 	}, []string{"kind", "source", "outcome"})
+	m.agents = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "codemode_agents_total",
+		Help: "Child agents started by cells with agents.run (tools.swarm), by outcome: completed, failed, cancelled, timeout, invalid (no valid structured result) or refused (never started).",
+	}, []string{"outcome"})
 	m.sessions = prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_mcp_sessions", Help: "MCP client sessions open."})
-	m.reg.MustRegister(m.calls, m.duration, m.nested, m.sessions,
+	m.reg.MustRegister(m.calls, m.duration, m.nested, m.agents, m.sessions,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		&scrapeCollector{src: src})
 	if c := src.store.collector; c != nil {
@@ -84,7 +89,7 @@ func (m *metrics) handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{MaxRequestsInFlight: 4, Timeout: 10 * time.Second})
 }
 
-func (m *metrics) observe(call string, res api.ExecResult, d time.Duration) {
+func (m *metrics) observe(call, principal string, res api.ExecResult, d time.Duration) {
 	code := ""
 	if res.Status == api.StatusFailed {
 		code = string(res.Code)
@@ -92,14 +97,18 @@ func (m *metrics) observe(call string, res api.ExecResult, d time.Duration) {
 			code = "error" // a guest exception or hook refusal: no Z code
 		}
 	}
-	m.calls.WithLabelValues(call, res.Status, code).Inc()
+	m.calls.WithLabelValues(call, res.Status, code, principal).Inc()
 	m.duration.WithLabelValues(call).Observe(d.Seconds())
 }
 
-// Record implements api.Trajectory: nested calls are counted by source and outcome.
+// Record implements api.Trajectory: nested calls are counted by source and outcome, child
+// agents by outcome.
 func (m *metrics) Record(ev api.TrajectoryEvent) {
-	if ev.Kind == api.EventNested {
+	switch ev.Kind {
+	case api.EventNested:
 		m.toolCall("nested", ev.Tool, ev.Status != "ok")
+	case api.EventAgent:
+		m.agents.WithLabelValues(ev.Status).Inc()
 	}
 }
 

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"maps"
 	"slices"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -24,12 +24,31 @@ type rawKey struct{}
 // rawHolder lets a tool handler hand the middleware the exact result to send.
 type rawHolder struct{ raw json.RawMessage }
 
-// middleware registers each session on its first request (session.go) and swaps in raw results
-// and tool definitions.
-func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+// middleware registers each session on its first request (session.go), swaps in raw results
+// and tool definitions, and gives every error a JSON-RPC code (a plain Go error would reach the
+// client as code 0).
+func (s *Server) middleware(p *profile) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		inner := s.passthrough(p, next)
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := inner(ctx, method, req)
+			return res, withRPCCode(err)
+		}
+	}
+}
+
+func (s *Server) passthrough(p *profile, next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && s.session(ss) == nil {
-			return nil, errors.New("the server is shutting down")
+		// Sessions with an id are registered on their first request (initialize); the
+		// ephemeral session of a stateless request has none and outlives nothing.
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && ss.ID() != "" {
+			id := identity{prof: p}
+			if post := s.posts.of(req); post != nil {
+				id = post.id
+			}
+			if s.session(ss, id) == nil {
+				return nil, &jsonrpc.Error{Code: codeSessionEnded, Message: "the server is shutting down"}
+			}
 		}
 		switch method {
 		case "tools/call":
@@ -49,9 +68,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if err != nil || !ok || lr == nil {
 				return res, err
 			}
-			s.mu.Lock()
-			wire := s.wire
-			s.mu.Unlock()
+			p.mu.Lock()
+			wire := p.wire
+			p.mu.Unlock()
 			if len(wire) == 0 {
 				return res, nil
 			}

@@ -12,13 +12,10 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,30 +30,34 @@ import (
 
 // Server serves one gateway over MCP.
 type Server struct {
-	g   *gateway.Gateway
-	log *slog.Logger
-	srv *mcp.Server
+	g       *gateway.Gateway
+	log     *slog.Logger
+	sdkLog  *slog.Logger
+	version string // serverInfo.version
 
-	mu      sync.Mutex
-	surface *codemode.Surface
-	names   map[string]bool            // tools currently registered on srv
-	wire    map[string]json.RawMessage // upstream definitions of the registered tools, by name
-	calls   atomic.Int64
+	// profiles are the principals' policies, each with its MCP server; "" is the gateway's own
+	// (see principal.go).
+	profiles map[string]*profile
+	calls    atomic.Int64
 
 	sess     *sessions
+	posts    *posts
+	states   *stateSigner
 	metrics  *metrics
 	debug    debugFlags
 	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
 }
-
-// Version is reported to clients in serverInfo.
-var Version = "dev"
 
 // Options configure New; the zero value is fine.
 type Options struct {
 	Logger *slog.Logger
 	// Admission reports the admission controller's state for /metrics (may be nil).
 	Admission func() (running, queued int, rejected uint64)
+	// StateKey signs multi round-trip request states (serve.http.requestStateKey): replicas that
+	// share it accept each other's. nil: a random key of this process.
+	StateKey []byte
+	// Version is reported to clients in serverInfo ("" means "dev").
+	Version string
 }
 
 // New creates the MCP server and registers the current surface.
@@ -70,35 +71,28 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{g: g, log: log, names: map[string]bool{}, wire: map[string]json.RawMessage{},
-		sess: newSessions(), debug: debugFromEnv(log)}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	s := &Server{g: g, log: log, version: version, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv(log)}
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
 		upstreams:      g.MCPStatus, admission: o.Admission,
 		store: storeSources(g),
 	})
-	var sdkLog *slog.Logger
 	if s.debug.transport {
-		sdkLog = log
+		s.sdkLog = log
 	}
-	s.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: Version}, &mcp.ServerOptions{
-		Logger:       sdkLog,
-		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
-		// No prompt or resource arguments to complete: an empty answer, rather than "method
-		// not found", for clients that ask anyway.
-		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
-			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
-		},
-	})
-	s.srv.AddReceivingMiddleware(s.middleware)
+	s.newProfiles(g.Cfg)
 	s.refresh()
 	return s
 }
 
-// MCP returns the underlying SDK server.
-func (s *Server) MCP() *mcp.Server { return s.srv }
+// MCP returns the underlying SDK server of the gateway's own policy (the one stdio and
+// unauthenticated clients get).
+func (s *Server) MCP() *mcp.Server { return s.profileFor("").srv }
 
 // Trajectory returns the api.Trajectory that counts nested tool calls in /metrics; pass it to the
 // runtime (gateway.Options.Trajectory) through a TrajectoryRelay when the server is made later.
@@ -119,28 +113,48 @@ func (r *TrajectoryRelay) Record(ev api.TrajectoryEvent) {
 	}
 }
 
-// ToolCount is the number of model-visible tools now served.
+// ToolCount is the number of model-visible tools now served with the gateway's own policy.
 func (s *Server) ToolCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.surface == nil {
+	surf := s.profileFor("").current()
+	if surf == nil {
 		return 0
 	}
-	return len(s.surface.ToolNames())
+	return len(surf.ToolNames())
 }
 
-// refresh re-activates the surface from the gateway's current tools and updates the tool list
-// (clients get notifications/tools/list_changed).
+func (p *profile) current() *codemode.Surface {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.surface
+}
+
+// refresh re-activates every profile's surface from the gateway's current tools and updates
+// their tool lists (clients get notifications/tools/list_changed).
 func (s *Server) refresh() {
-	surf := s.g.Surface(api.RunContext{AgentID: "mcp"}, nil)
+	all := s.g.Tools()
+	for _, p := range s.profiles {
+		s.refreshProfile(p, all)
+	}
+}
+
+func (s *Server) refreshProfile(p *profile, all []*api.Tool) {
+	rc := api.RunContext{AgentID: "mcp", DisableTools: p.noTools()}
+	surf := s.g.RT.Activate(rc, p.tools(all))
+	if p.name != "" {
+		var err error
+		if surf, err = surf.WithApprovals(p.approvals(s.g.Cfg.Tools.Approvals)); err != nil {
+			s.log.Error("refusing the tool surface of a principal: its approval rules are invalid", "principal", p.name, "err", err)
+			return
+		}
+	}
 	if err := surf.CheckPayload(surf.ToolNames()); err != nil {
 		// Never expected (Activate builds the list), but never serve a list that fails it.
-		s.log.Error("refusing the tool surface", "err", err)
+		s.log.Error("refusing the tool surface", "principal", p.name, "err", err)
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.surface = surf
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.surface = surf
 	next := map[string]bool{}
 	tools := surf.Tools()
 	wire := map[string]json.RawMessage{}
@@ -151,31 +165,33 @@ func (s *Server) refresh() {
 		}
 	}
 	var gone []string
-	for n := range s.names {
+	for n := range p.names {
 		if !next[n] {
 			gone = append(gone, n)
 		}
 	}
 	if len(gone) > 0 {
-		s.srv.RemoveTools(gone...)
+		p.srv.RemoveTools(gone...)
 	}
 	added := map[string]bool{}
 	for _, t := range tools {
-		if s.addTool(surf, t) {
+		if s.addTool(p, surf, t) {
 			added[t.Name] = true
 		} else {
 			delete(wire, t.Name)
 		}
 	}
-	s.names, s.wire = added, wire
-	s.debug.logSurface(s.log, surf)
+	p.names, p.wire = added, wire
+	if p.name == "" {
+		s.debug.logSurface(s.log, surf)
+	}
 }
 
 // addTool registers one tool. The SDK panics on a tool whose input schema is not an object
 // schema; an upstream server's tool is untrusted, so it is registered with a permissive schema
 // instead (clients still see the upstream's own definition through the passthrough), and any
 // other refusal skips the tool with a log line rather than taking the server down.
-func (s *Server) addTool(surf *codemode.Surface, t codemode.ModelTool) (ok bool) {
+func (s *Server) addTool(p *profile, surf *codemode.Surface, t codemode.ModelTool) (ok bool) {
 	mt := &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: objectSchema(t.InputSchema)}
 	if isObjectSchema(t.OutputSchema) {
 		mt.OutputSchema = t.OutputSchema
@@ -194,7 +210,7 @@ func (s *Server) addTool(surf *codemode.Surface, t codemode.ModelTool) (ok bool)
 			ok = false
 		}
 	}()
-	s.srv.AddTool(mt, s.handler(t.Name, t.ID))
+	p.srv.AddTool(mt, s.handler(p, t.Name, t.ID))
 	return true
 }
 
@@ -212,51 +228,80 @@ func controlAnnotations(surf *codemode.Surface, name string) *mcp.ToolAnnotation
 		IdempotentHint: false, OpenWorldHint: &open}
 }
 
-func (s *Server) handler(name, id string) mcp.ToolHandler {
+// protocolStateless is the first protocol version without sessions (SEP-2575).
+const protocolStateless = "2026-07-28"
+
+// codeSessionEnded is the JSON-RPC error of a call on a session that ended.
+const codeSessionEnded = -32004
+
+func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		s.mu.Lock()
-		surf := s.surface
-		s.mu.Unlock()
-		key := "mcp"
-		if ss := req.Session; ss != nil {
-			st := s.session(ss)
-			if st == nil {
-				return nil, fmt.Errorf("the session has ended")
+		surf := p.current()
+		if surf == nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no tool surface is served"}
+		}
+		post := s.posts.of(req)
+		id := identity{prof: p}
+		if post != nil {
+			id = post.id
+		}
+		// A session with an id (HTTP) or one Run serves (stdio) scopes the call; the ephemeral
+		// session of a stateless HTTP request does not.
+		var st *session
+		if ss := req.Session; ss != nil && (ss.ID() != "" || s.sess.known(ss)) {
+			if st = s.session(ss, id); st == nil {
+				return nil, &jsonrpc.Error{Code: codeSessionEnded, Message: "the MCP session has ended"}
 			}
-			key = st.key
-			// Closing the session cancels its in-flight calls (W7).
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			defer cancel()
+		}
+		// The call ends when its session ends (W7), when the HTTP request that carries it goes
+		// away (the client dropped the connection), or when the client cancels it.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		if st != nil {
 			defer context.AfterFunc(st.ctx, cancel)()
+		}
+		if post != nil {
+			defer post.attach(cancel)()
+		}
+		if ss := req.Session; ss != nil {
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
 		}
-		if p := s.principal(req); p != "" {
-			key = p
+		conv := conversationKey(req.Params.Meta)
+		if conv == "" && post != nil {
+			conv = post.conv
 		}
-		run := surf.ForRun(api.RunContext{AgentID: "mcp", SessionKey: key, SessionID: key})
+		rc := runContext(id, st, conv)
+		run := surf.ForRun(rc)
 		callID := fmt.Sprintf("%s-%d", name, s.calls.Add(1))
 		start := time.Now()
 		if surf.Active() && (name == "exec" || name == "wait") {
+			if err := p.enter(id.principal); err != nil {
+				s.log.Info("call refused: the principal's maxRunning is reached", "principal", id.principal, "tool", name, "maxRunning", p.cfg.MaxRunning)
+				out := api.ExecResult{Status: api.StatusFailed, Code: api.CodeOverloaded,
+					Error: fmt.Sprintf("%s already runs %d execs and waits at once (serve.principals maxRunning): retry when one ends", describePrincipal(id), p.cfg.MaxRunning)}
+				s.metrics.observe(name, id.label(), out, time.Since(start))
+				return execResult(out), nil
+			}
+			defer p.leave(id.principal)
 			// A retry carrying answers continues the run it names; its arguments are the first
 			// call's and run nothing again.
 			var out api.ExecResult
 			retry := req.Params.RequestState != ""
 			if retry {
-				out = s.continueRun(ctx, run, req.Session, callID, req.Params.RequestState, req.Params.InputResponses)
+				out = s.continueRun(ctx, run, req, callID)
 			} else {
 				out = *run.Handle(ctx, callID, name, req.Params.Arguments).Exec
 			}
-			out, ask := s.settleApprovals(ctx, run, req.Session, callID, out, retry)
-			s.metrics.observe(name, out, time.Since(start))
-			s.debug.logResult(s.log, name, callID, out)
+			out, ask := s.settleApprovals(ctx, run, req, callID, out, retry)
+			s.metrics.observe(name, id.label(), out, time.Since(start))
+			s.debug.logResult(s.log, name, callID, rc.Principal, out)
 			if ask != nil {
 				return ask, nil
 			}
 			return execResult(out), nil
 		}
 		res := run.Handle(ctx, callID, name, req.Params.Arguments)
-		s.metrics.toolCall("direct", id, res.IsError())
+		s.metrics.toolCall("direct", toolID, res.IsError())
 		if res.Err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: res.Err.Error()}}}, nil
 		}
@@ -284,14 +329,19 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 }
 
 // execResult renders the CodeModeResult as MCP: the JSON in a text block (what most clients show
-// the model) and as structured content.
+// the model), inside the untrusted-content marking when untrusted sources reached the cell
+// (issue 22 item 6), and as structured content.
 func execResult(res api.ExecResult) *mcp.CallToolResult {
 	b, err := json.Marshal(res)
 	if err != nil {
 		b, _ = json.Marshal(map[string]any{"status": "failed", "error": "cannot encode result: " + err.Error(), "code": api.CodeInternal})
 	}
+	text := string(b)
+	if err == nil {
+		text = codemode.CallResult{Exec: &res}.Text()
+	}
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
 		StructuredContent: json.RawMessage(b),
 		IsError:           res.Status == api.StatusFailed,
 	}
@@ -305,11 +355,11 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	defer cancel()
 	go s.watch(ctx)
 	et := &endTransport{inner: t}
-	ss, err := s.srv.Connect(ctx, et, nil)
+	ss, err := s.MCP().Connect(ctx, et, nil)
 	if err != nil {
 		return err
 	}
-	st := s.session(ss)
+	st := s.session(ss, identity{prof: s.profileFor("")})
 	if st != nil {
 		et.onEnd(func() { s.endSession(ss, st) }) // EOF: cancel in-flight calls now
 	}
@@ -396,22 +446,4 @@ func (s *Server) watch(ctx context.Context) {
 			s.refresh()
 		}
 	}
-}
-
-// principal is the scope of a request's runs when they live in a shared run store and the
-// request carries a bearer token (the guard checked it): a digest of the token, so that the same
-// client reconnecting to another replica (a new MCP session) can wait on its runs. Closing a
-// session then ends its calls in flight but not the principal's suspended runs, which another
-// session may continue; they expire after snapshotTtlSeconds. Without a shared store or a token
-// (loopback, stdio) runs stay per session. It returns "" for per-session scoping.
-func (s *Server) principal(req *mcp.CallToolRequest) string {
-	if !s.g.SharedRunStore() || req.Extra == nil || req.Extra.Header == nil {
-		return ""
-	}
-	token, ok := strings.CutPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")
-	if !ok || token == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte("codemode principal v1\x00" + token))
-	return "principal:" + hex.EncodeToString(sum[:16])
 }

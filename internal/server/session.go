@@ -19,9 +19,12 @@ import (
 // HTTP DELETE, ends the session at once, cancelling what runs.
 
 type session struct {
-	key    string
-	ctx    context.Context // cancelled when the session ends
-	cancel context.CancelFunc
+	key string
+	// principal is who opened the session ("" nobody): a request of another principal on the
+	// same session id is refused (mcpEndpoint), so a session id is no bearer credential.
+	principal string
+	ctx       context.Context // cancelled when the session ends
+	cancel    context.CancelFunc
 }
 
 type sessions struct {
@@ -58,9 +61,10 @@ func (ss *sessions) countHTTP() int {
 	return n
 }
 
-// session returns the session's state, registering it (and starting its watcher) on first sight.
-// It returns nil for a session that ended, or after shutdown.
-func (s *Server) session(ms *mcp.ServerSession) *session {
+// session returns the session's state, registering it (and starting its watcher) on first sight
+// with the identity of that first request. It returns nil for a session that ended, or after
+// shutdown.
+func (s *Server) session(ms *mcp.ServerSession, id identity) *session {
 	ss := s.sess
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -75,7 +79,7 @@ func (s *Server) session(ms *mcp.ServerSession) *session {
 		ss.next++
 		key = fmt.Sprintf("mcp:session-%d", ss.next)
 	}
-	st := &session{key: key}
+	st := &session{key: key, principal: id.principal}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	ss.byPtr[ms] = st
 	ss.byKey[key] = ms
@@ -103,7 +107,7 @@ func (s *Server) endSession(ms *mcp.ServerSession, st *session) {
 	st.cancel()
 	n := s.g.RT.EndSession(st.key)
 	s.metrics.sessions.Dec()
-	s.log.Debug("MCP session ended", "session", st.key, "droppedRuns", n)
+	s.log.Debug("MCP session ended", "session", st.key, "principal", st.principal, "droppedRuns", n)
 }
 
 // endSessionByKey ends the session with this key now (an HTTP DELETE: the SDK's own close waits
@@ -116,6 +120,26 @@ func (s *Server) endSessionByKey(key string) {
 	if st != nil {
 		s.endSession(ms, st)
 	}
+}
+
+// known reports whether the session is registered (Run registers stdio sessions before their
+// first request).
+func (ss *sessions) known(ms *mcp.ServerSession) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, ok := ss.byPtr[ms]
+	return ok
+}
+
+// sessionPrincipal is the principal of a live HTTP session, and whether it is known.
+func (s *Server) sessionPrincipal(id string) (string, bool) {
+	s.sess.mu.Lock()
+	defer s.sess.mu.Unlock()
+	ms, ok := s.sess.byKey["mcp:"+id]
+	if !ok {
+		return "", false
+	}
+	return s.sess.byPtr[ms].principal, true
 }
 
 // closeSessions ends every session (shutdown) and waits for the watchers.

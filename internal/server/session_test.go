@@ -167,7 +167,8 @@ func TestMaxSessions(t *testing.T) {
 	connectStreamable(t, ts.URL+"/mcp")
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1}, nil)
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(cctx, &mcp.StreamableClientTransport{Endpoint: ts.URL + "/mcp", MaxRetries: -1},
+		&mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 	if err == nil {
 		t.Fatal("a third session was accepted")
 	}
@@ -177,15 +178,7 @@ func TestFloodLeavesOtherSessionServed(t *testing.T) { // admission is fair betw
 	cfg := config.Default()
 	cfg.Tools.CodeMode.TimeoutMs = 20000
 	cfg.Runtime.Admission = config.Admission{MaxRunning: 2, MaxQueued: 4}
-	release := make(chan struct{})
-	slow := &api.Tool{Name: "slow", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return api.TextResult("ok", nil)
-	}}
-	srv, g, ctx := openServer(t, cfg, []*api.Tool{slow})
+	srv, g, ctx := openServer(t, cfg, nil)
 	flood, single := newSession(t, srv, ctx), newSession(t, srv, ctx)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -194,7 +187,9 @@ func TestFloodLeavesOtherSessionServed(t *testing.T) { // admission is fair betw
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := callExec(t, flood, "exec", map[string]any{"code": `return await tools.slow({})`})
+			// Busy cells: a cell that only waits for a tool gives its CPU share back (issue 18
+			// item 4), so a flood that holds the slots computes.
+			r := callExec(t, flood, "exec", map[string]any{"code": `const end = Date.now() + 3000; while (Date.now() < end) {} return 1`})
 			mu.Lock()
 			codes[r.Status+"/"+string(r.Code)]++
 			mu.Unlock()
@@ -204,7 +199,6 @@ func TestFloodLeavesOtherSessionServed(t *testing.T) { // admission is fair betw
 	done := make(chan api.ExecResult, 1)
 	go func() { done <- callExec(t, single, "exec", map[string]any{"code": `return 41 + 1`}) }()
 	eventually(t, "single queued", func() bool { _, q, rej := g.AdmissionStats(); return q == 4 && rej >= 7 })
-	close(release)
 	if r := <-done; r.Status != api.StatusCompleted || string(r.Value) != "42" {
 		t.Fatalf("the single exec was not served: %+v", r)
 	}
@@ -214,9 +208,15 @@ func TestFloodLeavesOtherSessionServed(t *testing.T) { // admission is fair betw
 	}
 }
 
+// sessionProtocol is the last protocol version with sessions: clients pinned to it initialize
+// and get an Mcp-Session-Id (go-sdk's default is the sessionless 2026-07-28).
+const sessionProtocol = "2025-11-25"
+
+// connectStreamable connects a session-protocol client over streamable HTTP.
 func connectStreamable(t *testing.T, url string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: sessionProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,10 +50,14 @@ var valueWords = newWordSet("sk-", "gh", "xox", "akia", "aiza", "bearer", "basic
 
 // Sanitize returns ev with its inputs, result and error bounded and credentials redacted.
 func Sanitize(ev api.TrajectoryEvent) api.TrajectoryEvent {
+	if ev.Kind == api.EventControl && ev.Tool == "exec" {
+		ev.Input, ev.OriginalInput = maskCellInput(ev.Input), maskCellInput(ev.OriginalInput)
+	}
 	ev.Input = Value(ev.Input)
 	ev.OriginalInput = Value(ev.OriginalInput)
 	ev.Result = Value(ev.Result)
 	ev.Error = redactClip(ev.Error, maxErrorBytes)
+	ev.Title = redactClip(ev.Title, MaxStringBytes)
 	if ev.Approval != nil {
 		a := *ev.Approval
 		a.Prompt = redactClip(a.Prompt, MaxStringBytes)

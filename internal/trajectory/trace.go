@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -50,17 +51,14 @@ type RenderOptions struct {
 const previewBytes = 120
 
 // Render prints events as a tree per run: each control or direct call with, under an exec, the
-// nested calls it made, and under a wait the nested calls whose results it delivered; approvals
+// nested calls it made and the child agents it started (each with its own run, indented under
+// its agents.run call), and under a wait the nested calls whose results it delivered; approvals
 // and progress updates appear under the call they concern.
 func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
-	type runGroup struct {
-		rc     api.RunContext
-		events []api.TrajectoryEvent
-	}
 	var runs []*runGroup
 	byRun := map[api.RunContext]*runGroup{}
 	for _, ev := range events {
-		k := api.RunContext{AgentID: ev.Run.AgentID, SessionKey: ev.Run.SessionKey, SessionID: ev.Run.SessionID, RunID: ev.Run.RunID}
+		k := runKey(ev.Run)
 		g := byRun[k]
 		if g == nil {
 			g = &runGroup{rc: k}
@@ -69,17 +67,72 @@ func Render(w io.Writer, events []api.TrajectoryEvent, opts RenderOptions) {
 		}
 		g.events = append(g.events, ev)
 	}
-	for i, g := range runs {
-		if i > 0 {
+	// A child agent's run is "<parent run id>/<agents.run call id>" in the parent's session: it
+	// is shown under that call, not on its own.
+	t := &tree{w: w, opts: opts, byRun: byRun, nested: map[*runGroup]bool{}}
+	for _, g := range runs {
+		for _, ev := range g.events {
+			if ev.Kind == api.EventAgent {
+				if c := byRun[childKey(g.rc, ev.CallID)]; c != nil && c != g {
+					t.nested[c] = true
+				}
+			}
+		}
+	}
+	first := true
+	for _, g := range runs {
+		if t.nested[g] {
+			continue
+		}
+		if !first {
 			fmt.Fprintln(w)
 		}
-		renderRun(w, g.rc, g.events, opts)
+		first = false
+		t.renderRun("", g, 0)
 	}
 }
 
-func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opts RenderOptions) {
+type runGroup struct {
+	rc     api.RunContext
+	events []api.TrajectoryEvent
+}
+
+// tree renders run groups, child agents' runs inside their parents'.
+type tree struct {
+	w      io.Writer
+	opts   RenderOptions
+	byRun  map[api.RunContext]*runGroup
+	nested map[*runGroup]bool
+}
+
+func runKey(rc api.RunContext) api.RunContext {
+	return api.RunContext{Principal: rc.Principal, AgentID: rc.AgentID, SessionKey: rc.SessionKey, SessionID: rc.SessionID, RunID: rc.RunID}
+}
+
+// childKey is the run of the child agent a run's agents.run call started.
+func childKey(parent api.RunContext, callID string) api.RunContext {
+	k := parent
+	if k.RunID == "" {
+		k.RunID = callID
+	} else {
+		k.RunID += "/" + callID
+	}
+	return k
+}
+
+// maxChildDepth bounds how deep child agents are drawn.
+const maxChildDepth = 16
+
+func (t *tree) line(pad, format string, args ...any) {
+	io.WriteString(t.w, pad)
+	fmt.Fprintf(t.w, format, args...)
+	io.WriteString(t.w, "\n")
+}
+
+func (t *tree) renderRun(pad string, g *runGroup, depth int) {
+	rc, events := g.rc, g.events
 	var head []string
-	for _, kv := range [][2]string{{"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
+	for _, kv := range [][2]string{{"principal", rc.Principal}, {"agent", rc.AgentID}, {"session", rc.SessionKey}, {"sessionId", rc.SessionID}, {"run", rc.RunID}} {
 		if kv[1] != "" {
 			head = append(head, kv[0]+"="+oneLine(kv[1], previewBytes))
 		}
@@ -87,7 +140,11 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	if len(head) == 0 {
 		head = append(head, "(no run context)")
 	}
-	fmt.Fprintln(w, "run "+strings.Join(head, " "))
+	what := "run "
+	if depth > 0 {
+		what = "child run "
+	}
+	t.line(pad, "%s%s", what, strings.Join(head, " "))
 
 	nested := map[string][]api.TrajectoryEvent{} // by parent exec call
 	byCall := map[string]api.TrajectoryEvent{}   // nested calls by id
@@ -95,7 +152,7 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	var top []api.TrajectoryEvent
 	for _, ev := range events {
 		switch ev.Kind {
-		case api.EventNested:
+		case api.EventNested, api.EventAgent:
 			nested[ev.ParentCallID] = append(nested[ev.ParentCallID], ev)
 			byCall[ev.CallID] = ev
 		case api.EventApprovalRequest, api.EventApprovalDecision, api.EventUpdate, api.EventDropped:
@@ -107,10 +164,14 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	sort.SliceStable(top, func(i, j int) bool { return top[i].Time.Before(top[j].Time) })
 	shown := map[string]bool{}
 	for _, ev := range top {
-		fmt.Fprintf(w, "%s %s  %s%s%s\n", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
-		detail(w, "    ", ev, opts)
+		title := ""
+		if ev.Title != "" {
+			title = " " + strconv.Quote(oneLine(ev.Title, 200))
+		}
+		t.line(pad, "%s %s%s  %s%s%s", oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), title, oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
+		t.detail(pad+"    ", ev)
 		for _, a := range about[ev.CallID] {
-			fmt.Fprintf(w, "    %s\n", aboutLine(a))
+			t.line(pad, "    %s", aboutLine(a))
 		}
 		kids := nested[ev.CallID]
 		sort.SliceStable(kids, func(i, j int) bool { return kids[i].Time.Before(kids[j].Time) })
@@ -122,11 +183,11 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 		}
 		for i, k := range kids {
 			last := i == len(kids)-1 && len(delivered) == 0
-			nestedLine(w, k, last, about[k.CallID], opts, "")
+			t.nestedLine(pad, g, k, last, about[k.CallID], "", depth)
 			shown[k.CallID] = true
 		}
 		for i, k := range delivered {
-			nestedLine(w, k, i == len(delivered)-1, nil, opts, "delivered ")
+			t.nestedLine(pad, g, k, i == len(delivered)-1, nil, "delivered ", depth)
 		}
 	}
 	// Nested calls whose parent is not in this file (a trajectory that starts mid-run).
@@ -140,37 +201,43 @@ func renderRun(w io.Writer, rc api.RunContext, events []api.TrajectoryEvent, opt
 	}
 	if len(orphans) > 0 {
 		sort.SliceStable(orphans, func(i, j int) bool { return orphans[i].Time.Before(orphans[j].Time) })
-		fmt.Fprintln(w, "(nested calls whose parent call is not in this trajectory)")
+		t.line(pad, "(nested calls whose parent call is not in this trajectory)")
 		for i, k := range orphans {
-			nestedLine(w, k, i == len(orphans)-1, about[k.CallID], opts, "")
+			t.nestedLine(pad, g, k, i == len(orphans)-1, about[k.CallID], "", depth)
 		}
 	}
 }
 
-func nestedLine(w io.Writer, ev api.TrajectoryEvent, last bool, extra []api.TrajectoryEvent, opts RenderOptions, prefix string) {
+func (t *tree) nestedLine(pad string, g *runGroup, ev api.TrajectoryEvent, last bool, extra []api.TrajectoryEvent, prefix string, depth int) {
 	branch, indent := "├─ ", "│    "
 	if last {
 		branch, indent = "└─ ", "     "
 	}
-	fmt.Fprintf(w, "  %s%s%s %s  %s%s%s\n", branch, prefix, oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
+	t.line(pad, "  %s%s%s %s  %s%s%s", branch, prefix, oneLine(ev.Tool, 200), oneLine(ev.CallID, 200), oneLine(ev.Status, 40), duration(ev.DurationMs), errorSuffix(ev.Error))
 	if prefix != "" {
 		return // delivered calls are detailed under the exec that made them
 	}
-	detail(w, "  "+indent, ev, opts)
+	t.detail(pad+"  "+indent, ev)
 	for _, a := range extra {
-		fmt.Fprintf(w, "  %s%s\n", indent, aboutLine(a))
+		t.line(pad, "  %s%s", indent, aboutLine(a))
+	}
+	if ev.Kind != api.EventAgent || depth >= maxChildDepth {
+		return
+	}
+	if c := t.byRun[childKey(g.rc, ev.CallID)]; c != nil && c != g && t.nested[c] {
+		t.renderRun(pad+"  "+indent, c, depth+1)
 	}
 }
 
-func detail(w io.Writer, indent string, ev api.TrajectoryEvent, opts RenderOptions) {
+func (t *tree) detail(pad string, ev api.TrajectoryEvent) {
 	if len(ev.OriginalInput) > 0 {
-		fmt.Fprintf(w, "%sasked: %s\n", indent, show(ev.OriginalInput, opts))
+		t.line(pad, "asked: %s", show(ev.OriginalInput, t.opts))
 	}
 	if len(ev.Input) > 0 {
-		fmt.Fprintf(w, "%sinput: %s\n", indent, show(ev.Input, opts))
+		t.line(pad, "input: %s", show(ev.Input, t.opts))
 	}
 	if len(ev.Result) > 0 {
-		fmt.Fprintf(w, "%sresult: %s\n", indent, show(ev.Result, opts))
+		t.line(pad, "result: %s", show(ev.Result, t.opts))
 	}
 }
 

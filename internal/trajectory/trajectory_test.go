@@ -407,3 +407,46 @@ func TestRenderHostile(t *testing.T) {
 		}
 	}
 }
+
+// swarmTrajectory is a cell that started two child agents (issue 25): one with its own exec and
+// nested call and a grandchild, one that failed; phase and log notes and child steps are updates.
+func swarmTrajectory() []api.TrajectoryEvent {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	rc := api.RunContext{AgentID: "cli", SessionKey: "s1", RunID: "r1"}
+	child := rc
+	child.RunID = "r1/call_1/1"
+	grand := rc
+	grand.RunID = "r1/call_1/1/c1/1"
+	failed := rc
+	failed.RunID = "r1/call_1/2"
+	return []api.TrajectoryEvent{
+		{Kind: api.EventControl, Time: at(0), Run: rc, CallID: "call_1", Tool: "exec", Input: json.RawMessage(`{"code":"…"}`), Status: "completed", DurationMs: 900},
+		{Kind: api.EventUpdate, Time: at(1), Run: rc, CallID: "call_1", ParentCallID: "call_1", Tool: "phase", Update: &api.ContentBlock{Type: "text", Text: "phase: review"}},
+		{Kind: api.EventUpdate, Time: at(2), Run: rc, CallID: "call_1/1", ParentCallID: "call_1", Tool: "agents.run", Update: &api.ContentBlock{Type: "text", Text: "agent auth: started"}},
+		{Kind: api.EventControl, Time: at(10), Run: child, CallID: "c1", ParentCallID: "call_1/1", Tool: "exec", Status: "completed", DurationMs: 300},
+		{Kind: api.EventNested, Time: at(11), Run: child, CallID: "c1/2", ParentCallID: "c1", Tool: "native:core:read", Input: json.RawMessage(`{"path":"auth.go"}`), Status: "ok", DurationMs: 3},
+		{Kind: api.EventAgent, Time: at(12), Run: child, CallID: "c1/1", ParentCallID: "c1", Tool: "agents.run", Input: json.RawMessage(`{"prompt":"check tokens"}`), Status: "completed", DurationMs: 200},
+		{Kind: api.EventControl, Time: at(20), Run: grand, CallID: "g1", ParentCallID: "c1/1", Tool: "exec", Status: "completed", DurationMs: 20},
+		{Kind: api.EventAgent, Time: at(2), Run: rc, CallID: "call_1/1", ParentCallID: "call_1", Tool: "agents.run auth", Input: json.RawMessage(`{"prompt":"Review auth","label":"auth"}`), Status: "completed", Result: json.RawMessage(`{"runId":"r1/call_1/1","status":"completed","text":"fine"}`), DurationMs: 700},
+		{Kind: api.EventAgent, Time: at(3), Run: rc, CallID: "call_1/2", ParentCallID: "call_1", Tool: "agents.run", Input: json.RawMessage(`{"prompt":"Review storage"}`), Status: "failed", Error: "child agent: the model is down", DurationMs: 5},
+		{Kind: api.EventUpdate, Time: at(4), Run: rc, CallID: "call_1/2", ParentCallID: "call_1", Tool: "agents.run", Update: &api.ContentBlock{Type: "text", Text: "agent call_1/2: failed"}},
+		{Kind: api.EventControl, Time: at(30), Run: failed, CallID: "f1", ParentCallID: "call_1/2", Tool: "exec", Status: "failed", Error: "cancelled"},
+	}
+}
+
+func TestRenderChildAgents(t *testing.T) { // issue 25 item 5: codemode trace shows the tree of children
+	var buf bytes.Buffer
+	Render(&buf, swarmTrajectory(), RenderOptions{})
+	golden(t, "trace-swarm.golden", buf.String())
+	out := buf.String()
+	if strings.Count(out, "\nrun ") != 0 || !strings.HasPrefix(out, "run ") || strings.Count(out, "child run ") != 3 {
+		t.Fatalf("child runs are not nested under their calls:\n%s", out)
+	}
+	at := func(s string) int { return strings.Index(out, s) }
+	if !(at("agents.run auth call_1/1") < at("child run agent=cli session=s1 run=r1/call_1/1\n") &&
+		at("child run agent=cli session=s1 run=r1/call_1/1\n") < at("native:core:read c1/2") &&
+		at("native:core:read c1/2") < at("run=r1/call_1/1/c1/1") && at("run=r1/call_1/1/c1/1") < at("agents.run call_1/2")) {
+		t.Fatalf("tree order:\n%s", out)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,6 +82,9 @@ type Writer struct {
 	calls   map[string]*callCount
 	updates map[string]*updateCount
 	dropped int64 // events left out in all
+	// secrets and mask are the registered secrets (AddSecrets).
+	secrets []string
+	mask    *strings.Replacer
 }
 
 // callCount is what one exec call's events have cost.
@@ -189,7 +193,9 @@ func (w *Writer) admit(ev api.TrajectoryEvent) (bool, []api.TrajectoryEvent) {
 	if len(w.calls) >= maxTracked || len(w.updates) >= maxTracked {
 		markers = append(markers, w.flushCounts()...)
 	}
-	if ev.Kind == api.EventUpdate {
+	// A cell's own notes (phase, log: CallID is the exec's) are bounded where they are made; a
+	// call's progress is coalesced here.
+	if ev.Kind == api.EventUpdate && ev.CallID != ev.ParentCallID {
 		u := w.updates[ev.CallID]
 		if u == nil {
 			u = &updateCount{run: ev.Run, parent: ev.ParentCallID, tool: ev.Tool}
@@ -275,6 +281,9 @@ func (w *Writer) write(ev api.TrajectoryEvent) {
 	b := buf.Bytes()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.mask != nil {
+		b = maskLine(b, w.mask, w.secrets)
+	}
 	if err != nil {
 		w.err = err
 		return

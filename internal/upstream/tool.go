@@ -155,6 +155,10 @@ func (s *server) makeTool(t *mcp.Tool, raw rawTool) (*api.Tool, string) {
 		Source:      api.SourceMCP,
 		Owner:       s.name,
 		ReadOnly:    false, // annotations.readOnlyHint is the server's claim, not a fact
+		// issue 22: a server's results are someone else's prose unless the operator says
+		// `trusted: true`; `sequential` names the tools that must not overlap.
+		Untrusted:  !s.cfg.Trusted,
+		Sequential: s.cfg.SequentialTool(t.Name),
 	}
 	at.InputSchema = s.schema(t.Name, "inputSchema", raw.Input, t.InputSchema)
 	at.OutputSchema = s.schema(t.Name, "outputSchema", raw.Output, t.OutputSchema)

@@ -53,6 +53,9 @@ type Options struct {
 	Repeat Turn
 	// Lenient turns request validation failures into plain 400s without failing the test.
 	Lenient bool
+	// NoRecord keeps no requests (Requests returns none): a benchmark or a soak measures the
+	// client's memory, not the server's record of every body.
+	NoRecord bool
 }
 
 // Server is a running scripted model. Close it, or let t.Cleanup do so.
@@ -86,7 +89,7 @@ func Start(t testing.TB, opts Options, turns ...Turn) *Server {
 // OpenAIBaseURL is the base URL an OpenAI client is given (the server's root plus /v1).
 func (s *Server) OpenAIBaseURL() string { return s.URL + "/v1" }
 
-// AnthropicBaseURL is the base URL an Anthropic client is given (the SDK adds /v1/messages).
+// AnthropicBaseURL is the base URL an Anthropic client is given (the client adds /v1/messages).
 func (s *Server) AnthropicBaseURL() string { return s.URL }
 
 // BaseURL is the base URL for a client of provider.
@@ -166,9 +169,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	} else {
 		perr = parseAnthropic(body, req)
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
-	s.mu.Unlock()
+	if !s.opts.NoRecord {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, req)
+		s.mu.Unlock()
+	}
 	if perr != nil {
 		if !s.opts.Lenient {
 			s.t.Errorf("scripted model: request %d (%s) would be rejected by the real API: %v", n, provider, perr)
@@ -215,8 +220,8 @@ func (s *Server) authenticate(provider string, r *http.Request) (int, string, st
 		}
 		return 0, "", ""
 	}
-	// The Messages API takes the key as x-api-key or as a bearer token (anthropic-sdk-go v2
-	// sends the latter).
+	// The Messages API takes the key as x-api-key (what the API reference documents and
+	// package provider sends) or as a bearer token (what OAuth clients send).
 	if r.Header.Get("X-Api-Key") != s.opts.APIKey && r.Header.Get("Authorization") != "Bearer "+s.opts.APIKey {
 		return http.StatusUnauthorized, "authentication_error", "invalid x-api-key"
 	}

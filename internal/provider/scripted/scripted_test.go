@@ -92,8 +92,8 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-// TestScriptExhausted: a request past the script is a 500 the SDKs will not retry, and a test
-// failure that says so.
+// TestScriptExhausted: a request past the script is a 500 a client will not retry
+// (x-should-retry: false), and a test failure that says so.
 func TestScriptExhausted(t *testing.T) {
 	rec := &recTB{TB: t}
 	srv := Start(rec, Options{}, Say("one"))

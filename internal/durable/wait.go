@@ -1,4 +1,4 @@
-package codemode
+package durable
 
 import (
 	"context"
@@ -14,13 +14,45 @@ import (
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
+	"github.com/codemode-go/codemode/internal/swarm"
 )
+
+// Surface is what the lifecycle needs of the surface a run is driven under (the root package's
+// Surface): its scope, its tool set, its limits and how it rebuilds a run.
+type Surface interface {
+	// Scope is the run context runs are stored under and checked against.
+	Scope() api.RunContext
+	// Fingerprint identifies the surface's tool set: a run resumes only under the same one.
+	Fingerprint() string
+	// Limits are the sandbox limits of one drive of a run, admission control included.
+	Limits(restartSafe bool) sandbox.Limits
+	// Import rebuilds a run on this process from its state: a new dispatcher for its calls (with
+	// the surface's namespace scopes built when namespaces is true), which check vets before the
+	// VM is made from the surface's template.
+	Import(ctx context.Context, st sandbox.State, namespaces bool, check func(*dispatch.Dispatcher) error) (*sandbox.Run, *dispatch.Dispatcher, error)
+}
+
+// Results of Suspend and Wait carry no Telemetry: the surface adds its own.
+
+// failed is a failed result.
+func failed(code api.ErrorCode, msg string) api.ExecResult {
+	return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg}
+}
+
+// Busy is the result of a wait on a run another wait holds (W3): not a failure of the run — it
+// carries the runId and when to retry (the other wait's end, or its lease running out when its
+// replica died). err is the store's runstore.ErrBusy.
+func Busy(runID string, err error) api.ExecResult {
+	res := failed(api.CodeBusy, err.Error()+" Retry the same wait after retryAfterMs.")
+	res.RunID = runID
+	res.RetryAfterMs = max(runstore.RetryAfter(err).Milliseconds(), 1)
+	return res
+}
 
 // publish writes a suspended run's record — a new run (lease nil) or the next version of one
 // this wait holds — and makes it this process's current run. It is synchronous: `waiting` is
 // returned only once the record is stored.
-func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, lease *runstore.Lease, consumed []string) error {
-	d := s.rt.durable
+func (d *Runs) publish(ctx context.Context, s Surface, e *durableEntry, dr *durableRun, lease *runstore.Lease, consumed []string) error {
 	st, err := dr.run.Export()
 	if err != nil {
 		return err
@@ -29,12 +61,16 @@ func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, 
 	if err != nil {
 		return err
 	}
-	env := recordState{V: recordVersion, Version: newVersion(), Fingerprint: s.cached.key, Namespaces: dr.layout, Run: rs}
+	fingerprint := s.Fingerprint()
+	env := recordState{V: recordVersion, Version: newVersion(), Fingerprint: fingerprint, Namespaces: dr.layout, Run: rs}
+	if g := dr.disp.Swarm; g != nil {
+		env.Swarm = g.Export()
+	}
 	b, err := json.Marshal(env)
 	if err != nil {
 		return err
 	}
-	rec := runstore.Record{Scope: s.run, Snapshot: st.Snapshot, State: b, Version: env.Version}
+	rec := runstore.Record{Scope: s.Scope(), Snapshot: st.Snapshot, State: b, Version: env.Version}
 	ctx = context.WithoutCancel(ctx)
 	if lease == nil {
 		err = d.store.Put(ctx, e.id, rec, d.ttl)
@@ -45,7 +81,7 @@ func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, 
 	if err != nil {
 		return err
 	}
-	dr.version, dr.fingerprint = env.Version, s.cached.key
+	dr.version, dr.fingerprint = env.Version, fingerprint
 	e.setCurrent(dr)
 	if dr.run.Running() > 0 {
 		// Before `waiting` goes out: a wait elsewhere must find this process alive.
@@ -57,40 +93,41 @@ func (s *Surface) publish(ctx context.Context, e *durableEntry, dr *durableRun, 
 	return nil
 }
 
-// suspendNew stores the run an exec suspended (the first record of the run).
-func (s *Surface) suspendNew(ctx context.Context, start time.Time, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool, tr *api.TrajectoryEvent) api.ExecResult {
-	d := s.rt.durable
+// Suspend stores the run an exec suspended (out is waiting; the first record of the run) and
+// returns the exec's result: waiting with the new runId, or failed when the record could not be
+// stored (the run is closed then, and the message names the calls that already ran).
+func (d *Runs) Suspend(ctx context.Context, s Surface, run *sandbox.Run, disp *dispatch.Dispatcher, out sandbox.Outcome, restartSafe bool) api.ExecResult {
 	res := out.ExecResult
-	tr.Delivered = out.Delivered
 	id := runstore.NewID()
 	disp.RunID = id
-	e := d.entry(id, s.run)
+	e := d.entry(id, s.Scope())
 	run.SetResultSink(e.sink)
+	if g := disp.Swarm; g != nil {
+		g.SetCheckpointSink(e.saveCheckpoint) // children keep their progress with the run
+	}
 	dr := &durableRun{run: run, disp: disp, restartSafe: restartSafe, layout: nsLayout(disp)}
-	if err := s.publish(ctx, e, dr, nil, nil); err != nil {
+	if err := d.publish(ctx, s, e, dr, nil, nil); err != nil {
 		d.drop(e)
 		run.Close()
 		code, msg := suspendFailure(err, "cannot store the suspended run")
 		msg += callsThatRan(out.Delivered, res.PendingToolCalls)
-		res = api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: out.Output}
-		res.Telemetry = s.telemetry(start)
-		return res
+		return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: out.Output}
 	}
 	res.RunID, res.RestartSafe = id, restartSafe
-	res.Telemetry = s.telemetry(start)
 	return res
 }
 
-// storeRefuses fails an exec before it runs when the shared store refuses writes (full,
-// read-only, unreachable, as the last write or a probe said): a cell that suspended could not
-// be saved, and failing after its tool calls ran would hide that they did (issue 20 item 4).
-func (s *Surface) storeRefuses(ctx context.Context, start time.Time) (api.ExecResult, bool) {
-	kind, msg := s.rt.durable.refusing(ctx)
+// Refuses says why an exec must fail before it runs ("" when it may run): the shared store
+// refuses writes (full, read-only, unreachable, as the last write or a probe said), so a cell
+// that suspended could not be saved, and failing after its tool calls ran would hide that they
+// did (issue 20 item 4). The exec fails with code run_store_error and this message.
+func (d *Runs) Refuses(ctx context.Context) string {
+	kind, msg := d.refusing(ctx)
 	if kind == "" {
-		return api.ExecResult{}, false
+		return ""
 	}
-	return s.failed(start, api.CodeRunStore, "the shared run store refuses writes ("+kind+"): "+msg+
-		"; nothing ran — retry when the store accepts writes again"), true
+	return "the shared run store refuses writes (" + kind + "): " + msg +
+		"; nothing ran — retry when the store accepts writes again"
 }
 
 // callsThatRan says, in a failed result, which nested calls of the cell already ran (their
@@ -134,36 +171,34 @@ func suspendFailure(err error, what string) (api.ErrorCode, string) {
 	return code, msg
 }
 
-// waitDurable continues a run from the shared store (W1–W7 fleet-wide): one wait at a time
-// holds its lease; results other processes wrote are delivered; calls whose process died are
-// reissued (replay-safe) or fail into the cell (lost_on_replica).
-func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time, tr *api.TrajectoryEvent) api.ExecResult {
-	d := s.rt.durable
-	fail := func(code api.ErrorCode, msg string) api.ExecResult { return s.failed(start, code, msg) }
-	if s.rt.engine == nil {
-		return fail(api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(s.rt.Err()))
-	}
+// Wait continues a run from the shared store (W1–W7 fleet-wide): one wait at a time holds its
+// lease; results other processes wrote are delivered; calls whose process died are reissued
+// (replay-safe) or fail into the cell (lost_on_replica). start is when the wait began (its
+// timeout counts from it); delivered are the nested calls whose results this wait delivered.
+func (d *Runs) Wait(ctx context.Context, s Surface, runID string, start time.Time) (res api.ExecResult, delivered []string) {
+	scope := s.Scope()
+	fail := func(code api.ErrorCode, msg string) (api.ExecResult, []string) { return failed(code, msg), nil }
 	// A process holding the current version's live VM asks for the record only if it changed.
 	have := ""
-	if e := d.lookup(in.RunID); e != nil {
+	if e := d.lookup(runID); e != nil {
 		have = e.currentVersion()
 	}
-	rec, lease, err := d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease, have)
+	rec, lease, err := d.store.Acquire(ctx, runID, scope, d.owner, d.lease, have)
 	var e *durableEntry
 	var dr *durableRun
 	if err == nil && rec.Unchanged {
-		e = d.entry(in.RunID, s.run)
+		e = d.entry(runID, scope)
 		if dr = e.takeCurrent(rec.Version); dr == nil {
 			// Let go of in the meantime (its expiry): read the record after all.
 			e.release()
 			d.releaseLease(ctx, lease)
-			rec, lease, err = d.store.Acquire(ctx, in.RunID, s.run, d.owner, d.lease, "")
+			rec, lease, err = d.store.Acquire(ctx, runID, scope, d.owner, d.lease, "")
 		}
 	}
 	if err != nil {
 		if errors.Is(err, runstore.ErrBusy) {
 			d.busy.Add(1)
-			return s.busy(start, in.RunID, err)
+			return Busy(runID, err), nil
 		}
 		d.noteStore(err)
 		return fail(storeFailure(err, "cannot take the suspended run"))
@@ -176,7 +211,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		c, cancel := context.WithTimeout(bg, 10*time.Second)
 		defer cancel()
 		if err := d.store.Release(c, lease, nil, nil, d.ttl); err != nil {
-			d.log.Warn("run store: release failed", "run", in.RunID, "err", err)
+			d.log.Warn("run store: release failed", "run", runID, "err", err)
 		}
 	}
 	var env recordState
@@ -188,7 +223,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		keep()
 		return fail(api.CodeRunStore, "code mode run record cannot be read by this process (a different codemode version wrote it, or it is corrupt)")
 	}
-	if env.Fingerprint != s.cached.key {
+	if env.Fingerprint != s.Fingerprint() {
 		if e != nil {
 			e.park(dr)
 		}
@@ -217,7 +252,7 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 			// whatever it did (RATIONALE). The run is over.
 			stopRenew()
 			_ = d.store.Delete(bg, lease)
-			d.cancelLocal(in.RunID)
+			d.cancelLocal(runID)
 			return fail(api.CodeInvalidInput, "code mode run was interrupted: the wait that last continued it stopped (its replica died or lost the run store) before saving its progress, so calls it made may or may not have run; start over with exec")
 		}
 		if m.Version == env.Version {
@@ -226,11 +261,11 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 	}
 
 	if e == nil {
-		e = d.entry(in.RunID, s.run)
+		e = d.entry(runID, scope)
 		dr = e.takeCurrent(env.Version)
 	}
 	if dr == nil {
-		if dr, err = s.importRun(ctx, in.RunID, env, st, rec.Snapshot); err != nil {
+		if dr, err = importRun(ctx, s, runID, env, st, rec.Snapshot); err != nil {
 			e.release()
 			keep()
 			code, msg := storeFailure(err, "")
@@ -241,83 +276,82 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 		}
 		dr.fingerprint = env.Fingerprint
 		dr.run.SetResultSink(e.sink)
+		if g := dr.disp.Swarm; g != nil {
+			g.SetCheckpointSink(e.saveCheckpoint)
+		}
 	}
 	run, disp := dr.run, dr.disp
 
 	// Results and decisions stored so far, then the calls whose process is gone.
-	w := &durableWait{s: s, lease: lease, run: run, disp: disp, version: env.Version, alive: map[string]bool{}}
+	w := &durableWait{d: d, scope: scope, lease: lease, run: run, disp: disp, version: env.Version, alive: map[string]bool{}}
 	w.apply(results, true)
 	for _, req := range run.Withdrawn() {
 		disp.Carry(req.CallID, req.Expires, w.decisions[req.CallID])
 	}
 	if err := w.checkOwners(ctx, true); err != nil {
-		return s.endWaitFailed(e, dr, w, start, err, "cannot check the run's calls")
+		return d.endWaitFailed(e, dr, w, err, "cannot check the run's calls"), nil
 	}
 	if run.HasQueued() {
 		if err := w.mark(ctx, false); err != nil {
-			return s.endWaitFailed(e, dr, w, start, err, "cannot continue the run")
+			return d.endWaitFailed(e, dr, w, err, "cannot continue the run"), nil
 		}
 		run.StartPending()
 	}
 
-	lim := s.rt.limits()
-	lim.RestartSafe = dr.restartSafe
+	lim := s.Limits(dr.restartSafe)
 	lim.Timeout = max(time.Until(start.Add(lim.Timeout)), time.Millisecond)
-	s.admit(&lim)
 	admit := lim.Admit
 	var markErr error
-	lim.Admit = func(ctx context.Context) (func(), error) {
-		release := func() {}
+	lim.Admit = func(ctx context.Context) (sandbox.Slot, error) {
+		slot := sandbox.ReleaseSlot(func() {})
 		if admit != nil {
-			r, err := admit(ctx)
+			s, err := admit(ctx)
 			if err != nil {
 				return nil, err
 			}
-			release = r
+			slot = s
 		}
 		if err := w.mark(ctx, false); err != nil {
-			release()
+			slot.Release()
 			markErr = err
 			return nil, err
 		}
-		return release, nil
+		return slot, nil
 	}
 	disp.SetProgress(progress.From(ctx))
 	defer disp.SetProgress(nil)
+	defer flushNotes(disp)
 	w.remote = run.Remote()
 	stop := w.poll(ctx)
 	out := run.Resume(ctx, lim)
 	stop()
-	res := out.ExecResult
-	tr.Delivered = out.Delivered
+	res, delivered = out.ExecResult, out.Delivered
 	switch {
 	case markErr != nil:
-		return s.endWaitFailed(e, dr, w, start, markErr, "cannot continue the run")
+		return d.endWaitFailed(e, dr, w, markErr, "cannot continue the run"), delivered
 	case !w.marked && (res.Status == api.StatusWaiting || res.Status == api.StatusFailed && res.Code == api.CodeOverloaded):
 		// Nothing changed (nothing settled in time, or no slot to run the VM): the record stays
 		// as it was, results and decisions included.
 		keep()
 		e.park(dr)
 		if res.Status == api.StatusWaiting {
-			res.RunID, res.RestartSafe = in.RunID, dr.restartSafe
+			res.RunID, res.RestartSafe = runID, dr.restartSafe
 		}
-		res.Telemetry = s.telemetry(start)
-		return res
+		return res, delivered
 	case res.Status == api.StatusWaiting || res.Status == api.StatusFailed && res.Code == api.CodeOverloaded:
-		if err := s.publish(ctx, e, dr, &lease, w.consumedKeys()); err != nil {
+		if err := d.publish(ctx, s, e, dr, &lease, w.consumedKeys()); err != nil {
 			code, msg := suspendFailure(err, "cannot store the run's progress")
 			d.drop(e)
 			dr.run.Close()
 			_ = d.store.Delete(bg, lease)
-			return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: res.Output, Telemetry: s.telemetry(start)}
+			return api.ExecResult{Status: api.StatusFailed, Code: code, Error: msg, Output: res.Output}, delivered
 		}
-		res.RunID, res.RestartSafe = in.RunID, dr.restartSafe
-		res.Telemetry = s.telemetry(start)
-		return res
+		res.RunID, res.RestartSafe = runID, dr.restartSafe
+		return res, delivered
 	}
 	// Terminal (W4): the record, its results and this process's hold on the run are gone.
 	if err := d.store.Delete(bg, lease); err != nil {
-		d.log.Warn("run store: cannot delete a finished run", "run", in.RunID, "err", err)
+		d.log.Warn("run store: cannot delete a finished run", "run", runID, "err", err)
 	}
 	e.mu.Lock()
 	e.current, e.busy = nil, false
@@ -327,14 +361,12 @@ func (s *Surface) waitDurable(ctx context.Context, in WaitInput, start time.Time
 	if res.Status != api.StatusCompleted {
 		res.Status = api.StatusFailed
 	}
-	res.Telemetry = s.telemetry(start)
-	return res
+	return res, delivered
 }
 
 // endWaitFailed fails a wait that could not go on. Before it changed anything the record stays
 // (the lease is released); after (the marker is written) the run is lost and the record goes.
-func (s *Surface) endWaitFailed(e *durableEntry, dr *durableRun, w *durableWait, start time.Time, err error, what string) api.ExecResult {
-	d := s.rt.durable
+func (d *Runs) endWaitFailed(e *durableEntry, dr *durableRun, w *durableWait, err error, what string) api.ExecResult {
 	code, msg := storeFailure(err, what)
 	c, cancel := storeCtx()
 	defer cancel()
@@ -346,7 +378,7 @@ func (s *Surface) endWaitFailed(e *durableEntry, dr *durableRun, w *durableWait,
 		_ = d.store.Release(c, w.lease, nil, nil, d.ttl)
 		e.park(dr)
 	}
-	return s.failed(start, code, msg)
+	return failed(code, msg)
 }
 
 // park gives a run back to the entry after a wait that left the record unchanged: it stays the
@@ -361,23 +393,18 @@ func (e *durableEntry) park(dr *durableRun) {
 }
 
 // importRun rebuilds a run from its record on this process.
-func (s *Surface) importRun(ctx context.Context, id string, env recordState, st sandbox.State, snapshot []byte) (*durableRun, error) {
-	tmpl, err := s.template(ctx)
-	if err != nil {
-		return nil, err
-	}
+func importRun(ctx context.Context, s Surface, id string, env recordState, st sandbox.State, snapshot []byte) (*durableRun, error) {
 	st.Snapshot = snapshot
-	disp := s.dispatcher(st.Prefix, st.RestartSafe)
-	disp.RunID = id
-	if len(env.Namespaces) > 0 {
-		s.buildNamespaces(ctx, disp)
-		if err := sameLayout(env.Namespaces, nsLayout(disp)); err != nil {
-			return nil, err
+	run, disp, err := s.Import(ctx, st, len(env.Namespaces) > 0, func(disp *dispatch.Dispatcher) error {
+		disp.RunID = id
+		if g := disp.Swarm; g != nil {
+			g.Import(env.Swarm) // the children it started so far (Surface.Import attached the group)
 		}
-	}
-	lim := s.rt.limits()
-	lim.RestartSafe = st.RestartSafe
-	run, err := s.rt.engine.Import(tmpl, st, disp, lim)
+		if len(env.Namespaces) > 0 {
+			return sameLayout(env.Namespaces, nsLayout(disp))
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +413,8 @@ func (s *Surface) importRun(ctx context.Context, id string, env recordState, st 
 
 // durableWait is one wait's view of the run's stored results.
 type durableWait struct {
-	s       *Surface
+	d       *Runs
+	scope   api.RunContext
 	lease   runstore.Lease
 	run     *sandbox.Run
 	disp    *dispatch.Dispatcher
@@ -419,6 +447,15 @@ func (w *durableWait) apply(results map[string][]byte, first bool) {
 		switch {
 		case key == markerKey:
 			w.consumed[key] = true // an old marker (restartSafe run, or another version)
+		case isCheckpoint(key):
+			// A child agent's checkpoint: kept while its call runs, in case it must continue
+			// here; dropped with the call's result.
+			callID, _ := swarm.JournalCall(key)
+			if _, ended := results[callID]; ended {
+				w.consumed[key] = true
+			} else if g := w.disp.Swarm; g != nil {
+				g.Resume(callID, val)
+			}
 		case strings.HasSuffix(key, decisionSuffix):
 			callID := strings.TrimSuffix(key, decisionSuffix)
 			var dec api.Decision
@@ -457,7 +494,7 @@ func (w *durableWait) consumedKeys() []string {
 // checkOwners settles the remote calls whose process is gone: replay-safe ones are issued again
 // here (only before the VM runs, reissue is true), the others fail into the cell.
 func (w *durableWait) checkOwners(ctx context.Context, reissue bool) error {
-	d := w.s.rt.durable
+	d := w.d
 	for _, c := range w.run.Remote() {
 		w.mu.Lock()
 		done := w.lost[c.ID] || w.consumed[c.ID]
@@ -517,9 +554,9 @@ func (w *durableWait) mark(ctx context.Context, replaySafeOnly bool) error {
 		return nil
 	}
 	w.mu.Unlock()
-	d := w.s.rt.durable
+	d := w.d
 	b, _ := json.Marshal(marker{Version: w.version, Holder: d.owner, ReplaySafeOnly: replaySafeOnly})
-	err := d.store.AddResult(context.WithoutCancel(ctx), w.lease.RunID, w.s.run, markerKey, b)
+	err := d.store.AddResult(context.WithoutCancel(ctx), w.lease.RunID, w.scope, markerKey, b)
 	d.noteStore(err)
 	if err != nil {
 		return err
@@ -536,7 +573,7 @@ func (w *durableWait) mark(ctx context.Context, replaySafeOnly bool) error {
 // owners that went silent (their non-replay-safe calls fail into the cell). It returns the
 // function that stops it.
 func (w *durableWait) poll(ctx context.Context) (stop func()) {
-	d := w.s.rt.durable
+	d := w.d
 	done := make(chan struct{})
 	finished := make(chan struct{})
 	go func() {
@@ -579,7 +616,7 @@ func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 	if remote == nil {
 		return nil
 	}
-	d := w.s.rt.durable
+	d := w.d
 	owners := map[string]bool{}
 	for _, c := range remote {
 		if c.Owner == d.owner {
@@ -616,12 +653,12 @@ func (w *durableWait) checkOwnersConcurrent(ctx context.Context) error {
 	return nil
 }
 
-// Decide under a shared store: the decision is data in the store, applied by the next wait on
+// Decide records a decision for a call of a suspended run (Surface.Decide under a shared
+// store): the decision is data in the store, applied by the next wait on
 // any process (see RATIONALE). It is checked against the record (the call waits for a decision,
 // was not decided yet, has not expired) unless a wait holds the run right now, which then
 // applies it if the call still waits.
-func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec api.Decision) error {
-	d := s.rt.durable
+func (d *Runs) Decide(ctx context.Context, scope api.RunContext, runID, callID string, dec api.Decision) error {
 	key := callID + decisionSuffix
 	if err := runstore.CheckName(key); err != nil || !strings.Contains(callID, "/") {
 		return fmt.Errorf("%w (%q)", dispatch.ErrNoSuchApproval, callID)
@@ -630,9 +667,9 @@ func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec a
 		dec.By = "library"
 	}
 	b, _ := json.Marshal(dec)
-	rec, lease, err := d.store.Acquire(ctx, runID, s.run, d.owner+"/decide", 10*time.Second, "")
+	rec, lease, err := d.store.Acquire(ctx, runID, scope, d.owner+"/decide", 10*time.Second, "")
 	if errors.Is(err, runstore.ErrBusy) {
-		return d.store.AddResult(ctx, runID, s.run, key, b)
+		return d.store.AddResult(ctx, runID, scope, key, b)
 	}
 	if err != nil {
 		return err
@@ -672,5 +709,19 @@ func (s *Surface) decideDurable(ctx context.Context, runID, callID string, dec a
 	case time.Now().After(req.Expires):
 		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
 	}
-	return d.store.AddResult(ctx, runID, s.run, key, b)
+	return d.store.AddResult(ctx, runID, scope, key, b)
+}
+
+// flushNotes sends what the run's child agents noted to the progress sink of the wait that drove
+// them (as the root package's exec does after a drive).
+func flushNotes(disp *dispatch.Dispatcher) {
+	if g := disp.Swarm; g != nil && disp.Reporting() {
+		g.FlushNotes()
+	}
+}
+
+// isCheckpoint reports whether a stored result is a child agent's checkpoint.
+func isCheckpoint(key string) bool {
+	_, ok := swarm.JournalCall(key)
+	return ok
 }
