@@ -27,9 +27,15 @@ func execResult(t *testing.T, cs *mcp.ClientSession, args map[string]any) api.Ex
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The CodeModeResult is the structured content; the text block may be wrapped in an
+	// untrusted-content marking (a cell that read MCP output).
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil {
+		raw = []byte(res.Content[0].(*mcp.TextContent).Text)
+	}
 	var r api.ExecResult
-	if err := json.Unmarshal([]byte(res.Content[0].(*mcp.TextContent).Text), &r); err != nil {
-		t.Fatalf("%v: %s", err, res.Content[0].(*mcp.TextContent).Text)
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("%v: %s", err, raw)
 	}
 	return r
 }
