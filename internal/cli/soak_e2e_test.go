@@ -71,11 +71,12 @@ func metric(page, name string) float64 {
 }
 
 type soakSample struct {
-	rss, goroutines, fds float64
+	rss, goroutines, fds, heap, suspended float64
 }
 
 func (s soakSample) String() string {
-	return fmt.Sprintf("RSS %.0f MB, goroutines %.0f, FDs %.0f", s.rss/1e6, s.goroutines, s.fds)
+	return fmt.Sprintf("RSS %.0f MB (Go heap in use %.0f MB), goroutines %.0f, FDs %.0f, suspended runs %.0f",
+		s.rss/1e6, s.heap/1e6, s.goroutines, s.fds, s.suspended)
 }
 
 func TestSoak(t *testing.T) {
@@ -92,7 +93,8 @@ func TestSoak(t *testing.T) {
 	sample := func() soakSample {
 		r := s.do(t, "GET", "/metrics", nil, "")
 		return soakSample{rss: metric(r.body, "process_resident_memory_bytes"), goroutines: metric(r.body, "go_goroutines"),
-			fds: metric(r.body, "process_open_fds")}
+			fds: metric(r.body, "process_open_fds"), heap: metric(r.body, "go_memstats_heap_inuse_bytes"),
+			suspended: metric(r.body, "codemode_suspended_runs")}
 	}
 	connect := func() *mcp.ClientSession {
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "soak", Version: "1"}, nil).Connect(context.Background(),
@@ -166,13 +168,15 @@ func TestSoak(t *testing.T) {
 	close(stop)
 	time.Sleep(12 * time.Second)
 	after := sample()
+	time.Sleep(30 * time.Second)
+	later := sample()
 	var keys []string
 	for k, n := range outcomes {
 		keys = append(keys, fmt.Sprintf("%s %d", k, n))
 	}
 	sort.Strings(keys)
 	t.Logf("%d hostile cells over %d sessions in %v; outcomes: %s", *soakCells, *soakSessions, elapsed.Round(time.Second), strings.Join(keys, ", "))
-	t.Logf("before %v; peak %v; after %v", before, peak, after)
+	t.Logf("before %v; peak %v; 12 s after %v; 42 s after %v", before, peak, after, later)
 	if s.cmd.ProcessState != nil {
 		t.Fatalf("the server exited: %v", s.cmd.ProcessState)
 	}
