@@ -1,6 +1,8 @@
 package search
 
 import (
+
+
 	"github.com/codemode-go/codemode/internal/search/wordnet"
 )
 
