@@ -1,8 +1,6 @@
 package search
 
 import (
-
-
 	"github.com/codemode-go/codemode/internal/search/wordnet"
 )
 
