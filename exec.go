@@ -17,6 +17,7 @@ import (
 	"github.com/codemode-go/codemode/internal/durable"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/source"
@@ -308,6 +309,7 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		sink(0, 0, disp.Title) // the cell's title first, then its calls' progress
 	}
 	disp.SetProgress(progress.From(ctx))
+	disp.SetClient(relay.From(ctx))
 	defer disp.SetProgress(nil)
 	defer flushNotes(disp)
 	cellID := callID
@@ -425,6 +427,7 @@ func (s *Surface) runWait(ctx context.Context, callID string, in WaitInput, inpu
 	lim.RestartSafe = sr.restartSafe
 	s.admit(&lim)
 	sr.disp.SetProgress(progress.From(ctx))
+	sr.disp.SetClient(relay.From(ctx))
 	defer sr.disp.SetProgress(nil)
 	defer flushNotes(sr.disp)
 	out := sr.run.Resume(ctx, lim)

@@ -49,6 +49,10 @@ func TestMain(m *testing.M) {
 		cellsFixture()
 		os.Exit(0)
 	}
+	if mode := os.Getenv(referenceEnv); mode != "" {
+		referenceFixture(mode) // conformance_reference_test.go
+		os.Exit(0)
+	}
 	os.Exit(m.Run())
 }
 

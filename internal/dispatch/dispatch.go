@@ -19,6 +19,7 @@ import (
 	"github.com/codemode-go/codemode/internal/contract"
 	"github.com/codemode-go/codemode/internal/namespace"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/codemode-go/codemode/internal/results"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/swarm"
@@ -75,8 +76,12 @@ type Dispatcher struct {
 	approvals approvals
 	// sink is the progress sink of the exec or wait driving the run now (E1): nested calls
 	// outlive requests, so their updates go to whichever call is running when they arrive.
-	sink    atomic.Pointer[progress.Sink]
-	updates atomic.Int64
+	sink atomic.Pointer[progress.Sink]
+	// client is the downstream MCP client of the exec or wait that last drove the run: an
+	// upstream's log messages, elicitation and sampling during a nested call go there (issue 21).
+	client atomic.Pointer[relay.Client]
+	// prog combines the progress of the run's nested calls into one stream (progress.go).
+	prog combined
 }
 
 // SetProgress sets the progress sink of the exec or wait driving the run (nil: none).
@@ -88,13 +93,31 @@ func (d *Dispatcher) SetProgress(s progress.Sink) {
 	d.sink.Store(&s)
 }
 
+// SetClient sets the downstream client of the exec or wait driving the run. Unlike the progress
+// sink it stays after that call returns (nil leaves it): a nested call still running after exec
+// returned waiting may ask its question on the same session before the model's next wait.
+func (d *Dispatcher) SetClient(c relay.Client) {
+	if c != nil {
+		d.client.Store(&c)
+	}
+}
+
+func (d *Dispatcher) currentClient() relay.Client {
+	if c := d.client.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
 // Reporting reports whether the exec or wait driving the run has a progress sink.
 func (d *Dispatcher) Reporting() bool { return d.sink.Load() != nil }
 
-// Report sends msg to the progress sink of the exec or wait driving the run, if there is one.
+// Report sends msg to the progress sink of the exec or wait driving the run, if there is one, at
+// the run's progress so far (the combined stream of progress.go: the values stay one stream).
 func (d *Dispatcher) Report(msg string) {
 	if s := d.sink.Load(); s != nil {
-		(*s)(float64(d.updates.Add(1)), 0, msg)
+		p, t := d.prog.current()
+		(*s)(p, t, msg)
 	}
 }
 
@@ -609,8 +632,9 @@ func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, p *prechecked
 	if impl.Execute == nil {
 		return nil, &api.ToolError{Name: "Error", Code: "unavailable", Message: e.ID + " has no implementation"}
 	}
-	res, err := impl.Execute(ctx, &api.Call{ToolID: e.ID, Input: hev.Input, Run: d.Run, ParentCallID: d.ParentCallID,
+	res, err := impl.Execute(relay.WithSource(ctx, d.currentClient), &api.Call{ToolID: e.ID, Input: hev.Input, Run: d.Run, ParentCallID: d.ParentCallID,
 		Update: d.updater(callID, e.ID)})
+	d.finishProgress(callID, e.ID)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &api.ToolError{Name: "AbortError", Code: "cancelled", Message: e.ID + " was cancelled: " + ctx.Err().Error()}
@@ -650,16 +674,26 @@ func (d *Dispatcher) updater(callID, toolID string) func(api.ContentBlock) {
 			t.Record(api.TrajectoryEvent{Kind: api.EventUpdate, Time: time.Now(), Run: d.Run, CallID: callID,
 				ParentCallID: d.ParentCallID, Tool: toolID, Update: &b})
 		}
+		p, total, msg := d.prog.report(callID, b)
 		if s := d.sink.Load(); s != nil {
-			msg := b.Text
-			if b.Type != "text" {
-				msg = "[" + b.Type + "]"
-			}
-			msg = toolID + ": " + msg
-			if d.Title != "" {
-				msg = d.Title + " — " + msg
-			}
-			(*s)(float64(d.updates.Add(1)), 0, msg)
+			(*s)(p, total, d.label(toolID)+": "+msg)
+		}
+	}
+}
+
+// label names a nested call in progress messages: its tool id, after the exec's title if any.
+func (d *Dispatcher) label(toolID string) string {
+	if d.Title != "" {
+		return d.Title + " — " + toolID
+	}
+	return toolID
+}
+
+// finishProgress completes a nested call's part of the run's progress stream (progress.go).
+func (d *Dispatcher) finishProgress(callID, toolID string) {
+	if p, total, moved := d.prog.finish(callID); moved {
+		if s := d.sink.Load(); s != nil {
+			(*s)(p, total, d.label(toolID)+": done")
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/dispatch"
 	"github.com/codemode-go/codemode/internal/progress"
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/codemode-go/codemode/internal/runstore"
 	"github.com/codemode-go/codemode/internal/sandbox"
 	"github.com/codemode-go/codemode/internal/swarm"
@@ -319,6 +320,7 @@ func (d *Runs) Wait(ctx context.Context, s Surface, runID string, start time.Tim
 		return slot, nil
 	}
 	disp.SetProgress(progress.From(ctx))
+	disp.SetClient(relay.From(ctx))
 	defer disp.SetProgress(nil)
 	defer flushNotes(disp)
 	w.remote = run.Remote()

@@ -209,6 +209,9 @@ func (g *Gateway) MCPStatus() []upstream.ServerStatus {
 	return g.mcp.Status()
 }
 
+// Upstreams is the connection manager of the upstream MCP servers (nil without any).
+func (g *Gateway) Upstreams() *upstream.Manager { return g.mcp }
+
 // AdmissionStats reports the admission controller: VMs running, calls queued, calls refused.
 func (g *Gateway) AdmissionStats() (running, queued int, rejected uint64) {
 	a := g.RT.Stats().Admission

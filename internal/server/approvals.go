@@ -42,16 +42,43 @@ func canElicit(req *mcp.CallToolRequest) bool {
 // and later); older clients get them fulfilled by the SDK once per call.
 func multiRoundTrip(req *mcp.CallToolRequest) bool { return req.ProtocolVersion() >= protocolStateless }
 
-// continueRun applies the client's answers to a run's pending approvals and continues it with a
-// wait. It is the retry of an exec or wait whose result asked for input.
-func (s *Server) continueRun(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, callID string) api.ExecResult {
+// retryCall is the retry of an exec or wait whose result asked for input: it opens the
+// requestState and, by its kind, applies a person's approvals and continues the run with a wait,
+// or hands an upstream's questions their answers and waits on the parked call (parking.go).
+func (s *Server) retryCall(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, st *session, callID string) (api.ExecResult, *mcp.CallToolResult) {
 	rt, err := s.states.open(req.Params.RequestState, scopeKey(run.RunContext()))
 	if err != nil {
-		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: " + err.Error()}
+		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: " + err.Error()}, nil
 	}
-	if rt.Kind != kindApproval {
-		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: unknown requestState kind " + quote(rt.Kind)}
+	switch rt.Kind {
+	case kindApproval:
+		if failed := s.applyApprovals(ctx, run, req, rt); failed != nil {
+			return *failed, nil
+		}
+		in, _ := json.Marshal(codemode.WaitInput{RunID: rt.Run})
+		res, ask := s.handle(ctx, req, st, run, callID, "wait", in)
+		if ask != nil {
+			return api.ExecResult{}, ask
+		}
+		return *res.Exec, nil
+	case kindElicitation:
+		res, ask, err := s.parks.resume(ctx, req, rt)
+		switch {
+		case err != nil:
+			return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: " + err.Error()}, nil
+		case ask != nil:
+			return api.ExecResult{}, ask
+		case res.Exec == nil:
+			return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: the requestState names a direct tool call"}, nil
+		}
+		return *res.Exec, nil
 	}
+	return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput, Error: "cannot continue the run: unknown requestState kind " + quote(rt.Kind)}, nil
+}
+
+// applyApprovals applies the client's answers to a run's pending approvals; it returns the
+// failure when the state changes nothing.
+func (s *Server) applyApprovals(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, rt *roundTrip) *api.ExecResult {
 	who := "elicitation"
 	if ci := req.ClientInfo(); ci != nil && ci.Name != "" {
 		who = "elicitation (" + clipName(ci.Name) + ")"
@@ -81,17 +108,16 @@ func (s *Server) continueRun(ctx context.Context, run *codemode.Surface, req *mc
 	if applied == 0 && len(rt.Inputs) > 0 {
 		// Every call it answers was decided before (a replay on another replica) or the
 		// answers are missing: the state changes nothing.
-		return api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput,
+		return &api.ExecResult{Status: api.StatusFailed, Code: api.CodeInvalidInput,
 			Error: "cannot continue the run: the requestState's approvals were already decided, or the retry carries no answer to them; wait on the run instead"}
 	}
-	in, _ := json.Marshal(codemode.WaitInput{RunID: rt.Run})
-	return *run.Handle(ctx, callID, "wait", in).Exec
+	return nil
 }
 
 // settleApprovals handles a waiting(approval) result: with a client that can elicit it returns
 // the input requests to send (and ok); without one it applies the fallbacks and waits again,
 // returning the next result.
-func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, callID string, res api.ExecResult, retry bool) (api.ExecResult, *mcp.CallToolResult) {
+func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, req *mcp.CallToolRequest, st *session, callID string, res api.ExecResult, retry bool) (api.ExecResult, *mcp.CallToolResult) {
 	for round := 0; res.Status == api.StatusWaiting && res.Reason == api.ReasonApproval && round < maxApprovalRounds; round++ {
 		if canElicit(req) {
 			if retry && !multiRoundTrip(req) {
@@ -125,7 +151,11 @@ func (s *Server) settleApprovals(ctx context.Context, run *codemode.Surface, req
 			_ = run.Decide(ctx, res.RunID, p.CallID, dec)
 		}
 		in, _ := json.Marshal(codemode.WaitInput{RunID: res.RunID})
-		res = *run.Handle(ctx, fmt.Sprintf("%s/fallback-%d", callID, round+1), "wait", in).Exec
+		next, ask := s.handle(ctx, req, st, run, fmt.Sprintf("%s/fallback-%d", callID, round+1), "wait", in)
+		if ask != nil {
+			return res, ask // an upstream asks the client something else meanwhile
+		}
+		res = *next.Exec
 	}
 	return res, nil
 }

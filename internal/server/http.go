@@ -404,7 +404,7 @@ var knownMethods = map[string]bool{
 	"initialize": true, "ping": true, "server/discover": true, "completion/complete": true,
 	"tools/list": true, "tools/call": true, "prompts/list": true, "prompts/get": true,
 	"resources/list": true, "resources/templates/list": true, "resources/read": true,
-	"subscriptions/listen":    true, // resources/subscribe: no subscriptions are served
+	"subscriptions/listen": true, "resources/subscribe": true, "resources/unsubscribe": true, // aggregate.go
 	"logging/setLevel":        true,
 	"notifications/cancelled": true, "notifications/initialized": true,
 	"notifications/roots/list_changed": true, "notifications/progress": true,

@@ -15,9 +15,9 @@ import (
 )
 
 // Multi round-trip request state (SEP-2322; issue 19 item 5). When a tool call needs the
-// client's input — a person's approval today, an upstream server's elicitation later (issue 21)
-// — the result carries input requests and a requestState; the client calls again with the
-// answers and the state. The run itself stays on the server (a suspended run, in the shared run
+// client's input — a person's approval (approvals.go), an upstream server's elicitation or
+// sampling request (parking.go, issue 21) — the result carries input requests and a
+// requestState; the client calls again with the answers and the state. The run itself stays on the server (a suspended run, in the shared run
 // store for a fleet): the state only names it, and is
 //
 //   - signed (HMAC-SHA256 with serve.http.requestStateKey, shared by the replicas of a fleet, or
@@ -29,12 +29,13 @@ import (
 //   - one-shot: a replay to this process is refused outright, and on any replica the answers
 //     apply only to calls still pending, so a replay after the first answer changes nothing.
 //
-// kind says what the inputs are, so that later kinds (an upstream's elicitation relayed through
-// the run) reuse the same envelope and checks.
+// kind says what the inputs are: "approval" (Run is the code-mode runId, the inputs its pending
+// calls) or "elicitation" (Run names a parked call of this process, the inputs its upstreams'
+// questions); both use the same envelope and checks.
 
 // roundTrip is the signed content of a requestState.
 type roundTrip struct {
-	Kind   string   `json:"k"` // "approval"
+	Kind   string   `json:"k"` // "approval" or "elicitation"
 	Scope  string   `json:"s"` // scopeKey of the run's context
 	Run    string   `json:"r"` // code-mode runId
 	Inputs []string `json:"i"` // input request ids answered by the retry
@@ -43,8 +44,9 @@ type roundTrip struct {
 }
 
 const (
-	kindApproval = "approval"
-	stateVersion = "v2."
+	kindApproval    = "approval"
+	kindElicitation = "elicitation"
+	stateVersion    = "v2."
 )
 
 type stateSigner struct {

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"maps"
+	"errors"
 	"slices"
+	"strings"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/rawjson"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -111,36 +113,55 @@ func (r *rawResult) MarshalJSON() ([]byte, error) {
 	return mergeExtra(r.raw, typed, "content", "structuredContent", "isError")
 }
 
-// mergeExtra appends to the JSON object raw the members of typed it lacks, skipping skip.
+// mergeExtra adds to the JSON object raw the members of typed it lacks, skipping skip: the
+// protocol members the SDK sets on a result for the client's protocol version (resultType, and
+// _meta serverInfo for 2026-07-28). When both have a _meta object, typed's keys that raw's lacks
+// join raw's. raw's own members keep their bytes (upstream/hop.go dropped an upstream's protocol
+// members from it before).
 func mergeExtra(raw, typed []byte, skip ...string) ([]byte, error) {
-	var t, have map[string]json.RawMessage
-	if json.Unmarshal(typed, &t) != nil || len(t) == 0 {
+	tm, ok := rawjson.Members(typed)
+	if !ok || len(tm) == 0 {
 		return raw, nil
 	}
-	if err := json.Unmarshal(raw, &have); err != nil {
-		return nil, err
+	rm, ok := rawjson.Members(raw)
+	if !ok {
+		return nil, errors.New("the result is not a JSON object")
 	}
-	var extra bytes.Buffer
-	for _, k := range slices.Sorted(maps.Keys(t)) {
-		if _, ok := have[k]; ok || slices.Contains(skip, k) {
+	changed := false
+	slices.SortFunc(tm, func(a, b rawjson.Member) int { return strings.Compare(a.Key, b.Key) })
+	for _, m := range tm {
+		if slices.Contains(skip, m.Key) {
 			continue
 		}
-		kb, _ := json.Marshal(k)
-		extra.WriteByte(',')
-		extra.Write(kb)
-		extra.WriteByte(':')
-		extra.Write(t[k])
+		i := slices.IndexFunc(rm, func(r rawjson.Member) bool { return r.Key == m.Key })
+		if i < 0 {
+			rm = append(rm, m)
+			changed = true
+			continue
+		}
+		if m.Key != "_meta" {
+			continue
+		}
+		have, ok1 := rawjson.Members(rm[i].Value)
+		add, ok2 := rawjson.Members(m.Value)
+		if !ok1 || !ok2 {
+			continue
+		}
+		n := len(have)
+		for _, k := range add {
+			if !rawjson.Has(have, k.Key) {
+				have = append(have, k)
+			}
+		}
+		if len(have) > n {
+			rm[i].Value = rawjson.Object(have)
+			changed = true
+		}
 	}
-	if extra.Len() == 0 {
+	if !changed {
 		return raw, nil
 	}
-	trimmed := bytes.TrimSpace(raw)
-	trimmed = trimmed[:len(trimmed)-1] // the object's closing brace (raw decoded as an object)
-	if len(have) == 0 {
-		extra.Next(1) // no leading comma in an empty object
-	}
-	out := append(append([]byte{}, trimmed...), extra.Bytes()...)
-	return append(out, '}'), nil
+	return rawjson.Object(rm), nil
 }
 
 // rawList is a ListToolsResult whose tools are replaced by their upstream definitions.

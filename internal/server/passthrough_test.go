@@ -295,7 +295,7 @@ func TestRenderNativeResult(t *testing.T) { // native results are rendered once,
 func TestMergeExtra(t *testing.T) {
 	got, err := mergeExtra([]byte(`{"content":[{"type":"text","text":"}"}],"_meta":{"a":1}}`),
 		[]byte(`{"content":[],"_meta":{"s":1},"resultType":"complete"}`), "content")
-	if err != nil || string(got) != `{"content":[{"type":"text","text":"}"}],"_meta":{"a":1},"resultType":"complete"}` {
+	if err != nil || string(got) != `{"content":[{"type":"text","text":"}"}],"_meta":{"a":1,"s":1},"resultType":"complete"}` {
 		t.Fatalf("%s %v", got, err)
 	}
 	got, _ = mergeExtra([]byte(`{}`), []byte(`{"resultType":"complete"}`))

@@ -82,6 +82,7 @@ type profile struct {
 	name string // "" for the default profile
 	cfg  config.Principal
 	srv  *mcp.Server
+	agg  *aggregator // the upstreams' prompts and resources this policy sees
 
 	mu      sync.Mutex
 	surface *codemode.Surface
@@ -161,9 +162,8 @@ func (s *Server) newProfiles(cfg *config.Config) {
 
 func (s *Server) newProfile(name string, pc config.Principal) *profile {
 	p := &profile{name: name, cfg: pc, names: map[string]bool{}, wire: map[string]json.RawMessage{}, running: map[string]int{}}
-	var sdkLog = s.sdkLog
-	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: s.version}, &mcp.ServerOptions{
-		Logger:       sdkLog,
+	opts := &mcp.ServerOptions{
+		Logger:       s.sdkLog,
 		Instructions: "This server exposes code mode: write a short JavaScript program with the exec tool; it can search and call every tool of the gateway (see the exec tool's description). Use wait only with the runId of a waiting result.",
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		// No prompt or resource arguments to complete: an empty answer, rather than "method
@@ -171,8 +171,16 @@ func (s *Server) newProfile(name string, pc config.Principal) *profile {
 		CompletionHandler: func(context.Context, *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{}}}, nil
 		},
-	})
-	p.srv.AddReceivingMiddleware(s.middleware(p))
+	}
+	// The upstreams' prompts and resources, as this policy sees them (aggregate.go).
+	aggregatorOptions(opts, p, s.g.Upstreams() != nil)
+	p.srv = mcp.NewServer(&mcp.Implementation{Name: "codemode", Title: "codemode gateway", Version: s.version}, opts)
+	policies := []catalog.Policy{gatewayPolicy(s.g.Cfg)}
+	if name != "" {
+		policies = append(policies, catalog.Policy{Allow: pc.Tools.Allow, Deny: pc.Tools.Deny})
+	}
+	p.agg = newAggregator(s, p.srv, policies...)
+	p.srv.AddReceivingMiddleware(s.middleware(p), p.agg.middleware)
 	return p
 }
 

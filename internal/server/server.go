@@ -13,6 +13,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -43,6 +44,7 @@ type Server struct {
 	sess     *sessions
 	posts    *posts
 	states   *stateSigner
+	parks    *parkings // sessionless clients' calls waiting for answers (parking.go)
 	metrics  *metrics
 	debug    debugFlags
 	draining atomic.Bool // SIGTERM: not ready, finishing what runs (health.go)
@@ -76,6 +78,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		version = "dev"
 	}
 	s := &Server{g: g, log: log, version: version, sess: newSessions(), posts: newPosts(), states: newStateSigner(o.StateKey), debug: debugFromEnv(log)}
+	s.parks = newParkings(s)
 	s.metrics = newMetrics(metricSources{
 		suspendedRuns:  func() int { return g.RT.Stats().SuspendedRuns },
 		suspendedBytes: func() int { return g.RT.Stats().SuspendedBytes },
@@ -86,6 +89,7 @@ func NewWithOptions(g *gateway.Gateway, o Options) *Server {
 		s.sdkLog = log
 	}
 	s.newProfiles(g.Cfg)
+	s.watchUpdates()
 	s.refresh()
 	return s
 }
@@ -152,6 +156,12 @@ func (s *Server) refreshProfile(p *profile, all []*api.Tool) {
 		s.log.Error("refusing the tool surface", "principal", p.name, "err", err)
 		return
 	}
+	s.setTools(p, surf)
+	p.agg.refresh(surf) // the upstreams' prompts and resources this policy sees (aggregate.go)
+}
+
+// setTools serves surf's tools on the profile's MCP server.
+func (s *Server) setTools(p *profile, surf *codemode.Surface) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.surface = surf
@@ -265,6 +275,7 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 		}
 		if ss := req.Session; ss != nil {
 			ctx = progress.With(ctx, progressSink(ctx, ss, req.Params.GetProgressToken()))
+			ctx = s.callContext(ctx, req)
 		}
 		conv := conversationKey(req.Params.Meta)
 		if conv == "" && post != nil {
@@ -286,27 +297,76 @@ func (s *Server) handler(p *profile, name, toolID string) mcp.ToolHandler {
 			// A retry carrying answers continues the run it names; its arguments are the first
 			// call's and run nothing again.
 			var out api.ExecResult
+			var ask *mcp.CallToolResult
 			retry := req.Params.RequestState != ""
 			if retry {
-				out = s.continueRun(ctx, run, req, callID)
+				out, ask = s.retryCall(ctx, run, req, st, callID)
 			} else {
-				out = *run.Handle(ctx, callID, name, req.Params.Arguments).Exec
+				var res codemode.CallResult
+				if res, ask = s.handle(ctx, req, st, run, callID, name, req.Params.Arguments); ask == nil {
+					out = *res.Exec
+				}
 			}
-			out, ask := s.settleApprovals(ctx, run, req, callID, out, retry)
-			s.metrics.observe(name, id.label(), out, time.Since(start))
-			s.debug.logResult(s.log, name, callID, rc.Principal, out)
+			if ask == nil {
+				out, ask = s.settleApprovals(ctx, run, req, st, callID, out, retry)
+			}
 			if ask != nil {
+				// The client is asked (an approval, an upstream's question): the call goes on
+				// when it answers.
+				s.metrics.observe(name, id.label(), api.ExecResult{Status: api.StatusWaiting}, time.Since(start))
 				return ask, nil
 			}
+			s.metrics.observe(name, id.label(), out, time.Since(start))
+			s.debug.logResult(s.log, name, callID, rc.Principal, out)
 			return execResult(out), nil
 		}
-		res := run.Handle(ctx, callID, name, req.Params.Arguments)
+		var res codemode.CallResult
+		var ask *mcp.CallToolResult
+		if req.Params.RequestState != "" {
+			res, ask = s.retryDirect(ctx, req, run)
+		} else {
+			res, ask = s.handle(ctx, req, st, run, callID, name, req.Params.Arguments)
+		}
+		if ask != nil {
+			return ask, nil
+		}
 		s.metrics.toolCall("direct", toolID, res.IsError())
 		if res.Err != nil {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: res.Err.Error()}}}, nil
 		}
 		return passResult(ctx, res.Tool)
 	}
+}
+
+// handle runs one call of a request. The call of a sessionless client that can answer an
+// upstream's questions is parked (parking.go): ask is then an input-required result when an
+// upstream asked the client something before the call ended.
+func (s *Server) handle(ctx context.Context, req *mcp.CallToolRequest, st *session, run *codemode.Surface, callID, name string, args json.RawMessage) (res codemode.CallResult, ask *mcp.CallToolResult) {
+	if p := s.parks.forCall(ctx, req, st, scopeKey(run.RunContext()), name, args); p != nil {
+		return p.run(ctx, func(ctx context.Context) codemode.CallResult { return run.Handle(ctx, callID, name, args) })
+	}
+	return run.Handle(ctx, callID, name, args), nil
+}
+
+// retryDirect is the retry of a direct tool call whose result asked for input (an upstream's
+// question, parking.go).
+func (s *Server) retryDirect(ctx context.Context, req *mcp.CallToolRequest, run *codemode.Surface) (codemode.CallResult, *mcp.CallToolResult) {
+	rt, err := s.states.open(req.Params.RequestState, scopeKey(run.RunContext()))
+	if err == nil && rt.Kind != kindElicitation {
+		err = errors.New("unknown requestState kind " + quote(rt.Kind))
+	}
+	var res codemode.CallResult
+	var ask *mcp.CallToolResult
+	if err == nil {
+		res, ask, err = s.parks.resume(ctx, req, rt)
+	}
+	if err == nil && ask == nil && res.Exec != nil && res.Tool == nil && res.Err == nil {
+		err = errors.New("the requestState names an exec or wait")
+	}
+	if err != nil {
+		return codemode.CallResult{Err: fmt.Errorf("cannot continue the call: %w", err)}, nil
+	}
+	return res, ask
 }
 
 // progressSink reports progress to the client that asked for it with a progressToken, keeping
@@ -318,12 +378,14 @@ func progressSink(ctx context.Context, ss *mcp.ServerSession, token any) progres
 	var mu sync.Mutex
 	last := -1.0
 	return func(p, total float64, msg string) {
+		// Held while sending: nested calls report from several goroutines, and the values must
+		// reach the client in the order they were made (issue 21 item 1).
 		mu.Lock()
+		defer mu.Unlock()
 		if p <= last {
 			p = last + 1e-6
 		}
 		last = p
-		mu.Unlock()
 		_ = ss.NotifyProgress(context.WithoutCancel(ctx), &mcp.ProgressNotificationParams{ProgressToken: token, Progress: p, Total: total, Message: msg})
 	}
 }
@@ -435,7 +497,10 @@ func (s *Server) Handler(ctx context.Context) http.Handler {
 }
 
 // Close ends every session: their calls are cancelled and their suspended runs dropped.
-func (s *Server) Close() { s.closeSessions() }
+func (s *Server) Close() {
+	s.closeSessions()
+	s.parks.close()
+}
 
 func (s *Server) watch(ctx context.Context) {
 	for {

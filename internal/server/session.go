@@ -131,6 +131,13 @@ func (ss *sessions) known(ms *mcp.ServerSession) bool {
 	return ok
 }
 
+// lookup returns a registered session's state, nil for one never registered or ended.
+func (ss *sessions) lookup(ms *mcp.ServerSession) *session {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.byPtr[ms]
+}
+
 // sessionPrincipal is the principal of a live HTTP session, and whether it is known.
 func (s *Server) sessionPrincipal(id string) (string, bool) {
 	s.sess.mu.Lock()

@@ -83,10 +83,12 @@ type tapTransport struct {
 	inner   mcp.Transport
 	wrap    bool   // wrap the connection in a tapConn (everything but streamable HTTP)
 	started func() // may be nil
-	// progress receives notifications/progress in the order they were read, before the
-	// response that follows them (the SDK hands notifications to handlers apart from
-	// responses, so a call's last progress could otherwise come after its result).
-	progress func(*mcp.ProgressNotificationParams)
+	// notify receives notifications (progress, log messages) in the order they were read,
+	// before the response that follows them (the SDK hands notifications to handlers apart
+	// from responses, so a call's last progress could otherwise come after its result);
+	// request receives the server's requests to the client likewise (clientside.go).
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 
 	mu   sync.Mutex
 	conn mcp.Connection // the SDK's connection (not the tapConn)
@@ -107,7 +109,8 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if !t.wrap {
 		return conn, nil
 	}
-	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, progress: t.progress, lim: newNotificationLimiter()}
+	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, notify: t.notify, request: t.request,
+		lim: newNotificationLimiter()}
 	t.tap.alive, t.tap.stop = context.WithCancel(context.Background())
 	return t.tap, nil
 }
@@ -135,12 +138,13 @@ func (t *tapTransport) release(c *capture) {
 // tapConn observes the JSON-RPC messages of a stdio or in-memory connection.
 type tapConn struct {
 	mcp.Connection
-	mu       sync.Mutex
-	pending  map[jsonrpc.ID]*capture
-	progress func(*mcp.ProgressNotificationParams)
-	lim      *rate.Limiter // notifications read per second
-	alive    context.Context
-	stop     context.CancelFunc // on Close: a throttled read stops waiting
+	mu      sync.Mutex
+	pending map[jsonrpc.ID]*capture
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
+	lim     *rate.Limiter // notifications read per second
+	alive   context.Context
+	stop    context.CancelFunc // on Close: a throttled read stops waiting
 }
 
 func (c *tapConn) Close() error {
@@ -166,13 +170,15 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
-	if req, ok := msg.(*jsonrpc.Request); ok && err == nil && !req.IsCall() {
-		_ = c.lim.Wait(c.alive) // over the rate: read nothing more from this server for a while
-		if c.progress != nil && req.Method == "notifications/progress" {
-			var p mcp.ProgressNotificationParams
-			if json.Unmarshal(req.Params, &p) == nil {
-				c.progress(&p)
-			}
+	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
+		if !req.IsCall() {
+			_ = c.lim.Wait(c.alive) // over the rate: read nothing more from this server for a while
+		}
+		switch {
+		case !req.IsCall() && c.notify != nil:
+			c.notify(context.Background(), req.Method, req.Params)
+		case req.IsCall() && c.request != nil:
+			c.request(context.Background(), req.Method, req.Params)
 		}
 	}
 	resp, ok := msg.(*jsonrpc.Response)
@@ -220,6 +226,9 @@ type httpTap struct {
 	origin  *url.URL
 	headers http.Header
 	lim     *rate.Limiter // events read per second from the server's event streams
+	// notify and request see what the server sends on every SSE stream, as tapConn's do.
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 }
 
 func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -240,7 +249,10 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "application/json":
 		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context())}
 	case "text/event-stream":
-		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true, lim: t.lim, ctx: req.Context()}
+		// Every stream is parsed: a call's (its capture, its request context) and the
+		// standalone one (notifications and requests only).
+		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true, lim: t.lim,
+			ctx: req.Context(), notify: t.notify, request: t.request}
 	}
 	return resp, nil
 }
@@ -254,14 +266,18 @@ type bodyTap struct {
 	rc   io.ReadCloser
 	cp   *capture // nil: only bound the size (JSON), or only count events (SSE)
 	sse  bool
-	lim  *rate.Limiter   // SSE: events per second (nil: not limited)
-	ctx  context.Context // SSE: the request's, for lim
+	lim  *rate.Limiter // SSE: events per second (nil: not limited)
 	n    int
 	buf  []byte // JSON: the body; SSE: the current partial line
 	data []byte // SSE: the current event's data
 	name string // SSE: the current event's name
 	big  bool   // SSE: the current event is too big to keep
-	done bool
+	done bool   // the response is captured
+	// SSE: the stream's request context (for lim and the hooks) and the hooks for what else
+	// the server sends on it.
+	ctx     context.Context
+	notify  func(ctx context.Context, method string, params json.RawMessage)
+	request func(ctx context.Context, method string, params json.RawMessage)
 }
 
 func (b *bodyTap) Read(p []byte) (int, error) {
@@ -272,15 +288,15 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 	b.n += n
 	if n > 0 {
 		switch {
-		case b.sse && (b.lim != nil || b.cp != nil && !b.done):
+		case b.sse && (b.lim != nil || b.notify != nil || b.request != nil || b.cp != nil && !b.done):
 			b.feedSSE(p[:n])
 		case !b.sse && b.cp != nil && !b.done:
 			b.buf = append(b.buf, p[:n]...)
 		}
 	}
 	if err == io.EOF && !b.sse && b.cp != nil && !b.done {
-		b.done = true
 		b.deliver(b.buf)
+		b.done = true
 		b.buf = nil
 	}
 	return n, err
@@ -289,7 +305,7 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 func (b *bodyTap) Close() error { return b.rc.Close() }
 
 func (b *bodyTap) feedSSE(p []byte) {
-	for len(p) > 0 && (b.lim != nil || !b.done) {
+	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
 			if len(b.buf)+len(p) > maxLineKeep {
@@ -320,11 +336,12 @@ func (b *bodyTap) line(line []byte) {
 			_ = b.lim.Wait(b.ctx) // over the rate: the SDK reads the next event later
 		}
 		switch {
-		case b.cp == nil || b.done:
 		case b.big:
 			// Possibly the response; the SDK's own event limit decides its fate, we only make
 			// sure an oversized result is never returned as if it were complete.
-			b.cp.markTooBig()
+			if b.cp != nil && !b.done {
+				b.cp.markTooBig()
+			}
 		case len(b.data) > 0 && (b.name == "" || b.name == "message"):
 			b.deliver(b.data)
 		}
@@ -344,15 +361,34 @@ func (b *bodyTap) line(line []byte) {
 	}
 }
 
-// deliver captures msg's result if msg is a JSON-RPC response.
+// deliver captures msg's result if msg is a JSON-RPC response, and hands a notification or a
+// request to its hook.
 func (b *bodyTap) deliver(msg []byte) {
 	var m struct {
 		Method *string          `json:"method"`
+		ID     json.RawMessage  `json:"id"`
+		Params json.RawMessage  `json:"params"`
 		Result json.RawMessage  `json:"result"`
 		Error  *json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(msg, &m) != nil || m.Method != nil {
-		return // not a single response (a notification, a request, a batch, garbage)
+	if json.Unmarshal(msg, &m) != nil {
+		return // a batch or garbage
+	}
+	if m.Method != nil {
+		ctx := b.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		switch {
+		case len(m.ID) == 0 && b.notify != nil:
+			b.notify(ctx, *m.Method, m.Params)
+		case len(m.ID) > 0 && b.request != nil:
+			b.request(ctx, *m.Method, m.Params)
+		}
+		return
+	}
+	if b.cp == nil || b.done {
+		return
 	}
 	b.done = true
 	if m.Error != nil || m.Result == nil {

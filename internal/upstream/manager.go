@@ -71,6 +71,10 @@ type Manager struct {
 	changed chan struct{}
 	wg      sync.WaitGroup
 
+	hookMu   sync.Mutex
+	updated  func(server, uri string) // OnResourceUpdated
+	logLevel string                   // SetLogLevel
+
 	closeOnce sync.Once
 }
 

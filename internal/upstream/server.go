@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/codemode-go/codemode/api"
@@ -46,6 +47,9 @@ type server struct {
 	progress map[string]func(*mcp.ProgressNotificationParams)
 	progSeq  int64
 
+	cside clientSide   // server-to-client traffic (clientside.go)
+	feat  featureState // prompts and resources (features.go)
+
 	mu       sync.Mutex
 	state    State
 	since    time.Time
@@ -70,12 +74,15 @@ type session struct {
 	cancel context.CancelFunc // cancels in-flight calls when the session is retired
 	done   chan struct{}      // closed when the connection has ended
 	endErr error              // why (valid after done)
+	// features are the session's prompts and resources (features.go).
+	features atomic.Pointer[features]
 }
 
 func newServer(m *Manager, name string, sc config.MCPServer) *server {
 	s := &server{m: m, name: name, cfg: sc, log: m.log.With("mcpServer", name),
 		ready: make(chan struct{}), kick: make(chan kick, 1), refresh: make(chan struct{}, 1),
 		state: StateConnecting, since: time.Now(), red: newRedactor(sc.URL)}
+	s.feat.changed = make(chan struct{}, 1)
 	if !sc.Stdio() {
 		s.http = http.DefaultTransport.(*http.Transport).Clone()
 	}
@@ -288,22 +295,22 @@ func (s *server) connect(parent context.Context) (*session, []*api.Tool, error) 
 	if err != nil {
 		return nil, nil, err
 	}
-	tr.progress = s.deliverProgress
-	client := mcp.NewClient(clientInfo, &mcp.ClientOptions{
-		// We serve no roots, sampling or elicitation.
+	tr.notify, tr.request = s.tapNotify, s.tapRequest
+	opts := &mcp.ClientOptions{
+		// We serve no roots; elicitation and sampling are forwarded (clientside.go).
 		Capabilities: &mcp.ClientCapabilities{},
-		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
-			if !tr.wrap { // a wrapped connection delivers progress in order itself (tapConn)
-				s.deliverProgress(req.Params)
-			}
-		},
+		// Every connection delivers progress in order itself: tapConn for stdio, the SSE tee
+		// for streamable HTTP (capture.go).
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
 			case s.refresh <- struct{}{}:
 			default:
 			}
 		},
-	})
+	}
+	s.addClientFeatures(opts)
+	client := mcp.NewClient(clientInfo, opts)
 	cs, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		// The SDK does not close the connection on every failure path: do it ourselves.
@@ -330,6 +337,7 @@ func (s *server) connect(parent context.Context) (*session, []*api.Tool, error) 
 		}
 		return nil, nil, fmt.Errorf("tools/list: %w", err)
 	}
+	s.startFeatures(ctx, sess)
 	return sess, tools, nil
 }
 
@@ -378,8 +386,9 @@ func (s *server) transport(ctx context.Context) (*tapTransport, *process, error)
 		headers.Set(k, v)
 	}
 	ht := &mcp.StreamableClientTransport{
-		Endpoint:     s.cfg.URL,
-		HTTPClient:   &http.Client{Transport: &httpTap{base: s.http, origin: u, headers: headers, lim: newNotificationLimiter()}},
+		Endpoint: s.cfg.URL,
+		HTTPClient: &http.Client{Transport: &httpTap{base: s.http, origin: u, headers: headers,
+			lim: newNotificationLimiter(), notify: s.tapNotify, request: s.tapRequest}},
 		MaxEventSize: maxLineKeep,
 	}
 	return &tapTransport{inner: ht}, nil, nil
@@ -441,6 +450,7 @@ func (s *server) callError1(parent, ctx context.Context, sess *session, what str
 func (s *server) request(parent context.Context, sess *session, method string, do func(context.Context) (any, error)) (json.RawMessage, error) {
 	ctx, cp, done := s.callCtx(parent, sess)
 	defer done()
+	defer s.track(parent)()
 	res, err := do(ctx)
 	if err != nil {
 		return nil, s.callError(parent, ctx, sess, method, err)
@@ -449,10 +459,12 @@ func (s *server) request(parent context.Context, sess *session, method string, d
 	if tooBig {
 		return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, method, errTooBig)
 	}
-	if raw != nil {
-		return raw, nil
+	if raw == nil {
+		if raw, err = s.marshalResult(method, res); err != nil {
+			return nil, err
+		}
 	}
-	return s.marshalResult(method, res)
+	return withoutHopMembers(raw), nil
 }
 
 func (s *server) marshalResult(method string, v any) (json.RawMessage, error) {

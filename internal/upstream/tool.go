@@ -232,7 +232,9 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 	}
 	cctx, cp, done := s.callCtx(ctx, sess)
 	defer done()
+	defer s.track(ctx)()
 	params := &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)}
+	s.stampLogLevel(sess, &params.Meta)
 	if token, stop := s.progressFor(ctx, call); token != "" {
 		params.SetProgressToken(token)
 		defer stop()
@@ -253,7 +255,7 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 			return nil, fmt.Errorf("MCP server %s: %s: %w", s.name, what, errTooBig)
 		}
 	}
-	return c.result(raw)
+	return c.result(withoutHopMembers(raw))
 }
 
 // result builds the api.Result from the raw CallToolResult: Content from its content blocks,
