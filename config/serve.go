@@ -40,8 +40,8 @@ type TrajectoryLimits struct {
 	// exec and its waits; further ones are only counted. Control calls (exec, wait) and direct
 	// calls are always recorded. 100–100,000,000, default 10,000.
 	MaxEventsPerCall int
-	// UpdateIntervalMs coalesces progress updates: at most one per nested call per interval is
-	// recorded. 1–3,600,000, default 1000.
+	// UpdateIntervalMs coalesces progress updates: at most 10 per nested call per interval are
+	// recorded, and the call's last one. 1–3,600,000, default 1000.
 	UpdateIntervalMs int
 }
 

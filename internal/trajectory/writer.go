@@ -32,8 +32,9 @@ type Limits struct {
 	// exec call (all its waits included); further ones are counted. Control and direct calls —
 	// the model's own — are always recorded. Default 10,000.
 	MaxEventsPerCall int
-	// UpdateInterval coalesces progress updates: at most one per nested call per interval is
-	// recorded, the others counted. Default 1 s.
+	// UpdateInterval coalesces progress updates: at most UpdateBurst per nested call per
+	// interval are recorded, the others counted; the last one of a call is recorded when the
+	// call ends, so its final progress is never lost. Default 1 s.
 	UpdateInterval time.Duration
 }
 
@@ -43,6 +44,12 @@ const (
 	DefaultMaxFiles         = 4
 	DefaultMaxEventsPerCall = 10_000
 	DefaultUpdateInterval   = time.Second
+	// UpdateBurst is how many progress updates of one nested call an interval records: a few
+	// steps ("1 of 3", "2 of 3", "3 of 3") stay whole, a flood costs a few lines a second.
+	UpdateBurst = 10
+	// maxHeldUpdate bounds the size of the last coalesced update a call keeps for its end (a
+	// bigger one is only counted): at most maxTracked of them are held.
+	maxHeldUpdate = 16 << 10
 )
 
 func (l Limits) withDefaults() Limits {
@@ -96,11 +103,13 @@ type callCount struct {
 
 // updateCount is one nested call's progress updates.
 type updateCount struct {
-	run     api.RunContext
-	parent  string
-	tool    string
-	last    time.Time
-	skipped int
+	run      api.RunContext
+	parent   string
+	tool     string
+	window   time.Time // when the current interval began
+	inWindow int       // updates recorded in it
+	skipped  int
+	held     *api.TrajectoryEvent // the last coalesced update, recorded when the call ends
 }
 
 var _ api.Trajectory = (*Writer)(nil)
@@ -184,8 +193,16 @@ func (w *Writer) admit(ev api.TrajectoryEvent) (bool, []api.TrajectoryEvent) {
 	if ev.Kind == api.EventNested {
 		// The nested call ended: its coalesced updates are said first.
 		if u := w.updates[ev.CallID]; u != nil {
+			held := u.held
+			if held != nil { // recorded after all: not dropped
+				u.skipped--
+				w.dropped--
+			}
 			if u.skipped > 0 {
 				markers = append(markers, w.updateMarker(ev.CallID, u))
+			}
+			if held != nil {
+				markers = append(markers, *held)
 			}
 			delete(w.updates, ev.CallID)
 		}
@@ -201,12 +218,21 @@ func (w *Writer) admit(ev api.TrajectoryEvent) (bool, []api.TrajectoryEvent) {
 			u = &updateCount{run: ev.Run, parent: ev.ParentCallID, tool: ev.Tool}
 			w.updates[ev.CallID] = u
 		}
-		if !u.last.IsZero() && ev.Time.Sub(u.last) < w.lim.UpdateInterval && ev.Time.Sub(u.last) >= 0 {
+		if since := ev.Time.Sub(u.window); u.window.IsZero() || since >= w.lim.UpdateInterval || since < 0 {
+			u.window, u.inWindow = ev.Time, 0
+		}
+		if u.inWindow >= UpdateBurst {
 			u.skipped++
 			w.dropped++
+			u.held = nil
+			if updateSize(ev) <= maxHeldUpdate {
+				held := ev
+				u.held = &held
+			}
 			return false, markers
 		}
-		u.last = ev.Time
+		u.inWindow++
+		u.held = nil
 	}
 	key := ev.ParentCallID
 	if key == "" {
@@ -224,6 +250,15 @@ func (w *Writer) admit(ev api.TrajectoryEvent) (bool, []api.TrajectoryEvent) {
 	}
 	c.recorded++
 	return true, markers
+}
+
+// updateSize is roughly what an update event holds in memory.
+func updateSize(ev api.TrajectoryEvent) int {
+	n := len(ev.Input) + len(ev.Result)
+	if b := ev.Update; b != nil {
+		n += len(b.Text) + len(b.Data) + len(b.Resource) + len(b.URI) + len(b.Description)
+	}
+	return n
 }
 
 // flushCounts reports every pending count and forgets them all (the caller holds mu).
@@ -253,7 +288,7 @@ func (w *Writer) callMarker(id string, c *callCount) api.TrajectoryEvent {
 
 func (w *Writer) updateMarker(id string, u *updateCount) api.TrajectoryEvent {
 	m := dropMarker(u.run, id, u.parent, u.skipped, "updateIntervalMs",
-		fmt.Sprintf("%d progress updates of this call were coalesced: at most one every %v is recorded (updateIntervalMs)", u.skipped, w.lim.UpdateInterval))
+		fmt.Sprintf("%d progress updates of this call were coalesced: at most %d every %v are recorded, and the last (updateIntervalMs)", u.skipped, UpdateBurst, w.lim.UpdateInterval))
 	m.Tool = u.tool
 	u.skipped = 0
 	return m

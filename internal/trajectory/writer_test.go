@@ -64,8 +64,8 @@ func TestWriterBoundsEventsPerCall(t *testing.T) {
 	}
 }
 
-// Progress updates of one nested call are coalesced to one per interval; the rest are counted
-// when the call ends (an upstream's progress flood grew a log by 63 MB).
+// Progress updates of one nested call are coalesced to UpdateBurst per interval and the last;
+// the rest are counted when the call ends (an upstream's progress flood grew a log by 63 MB).
 func TestWriterCoalescesUpdates(t *testing.T) {
 	var buf bytes.Buffer
 	w := NewLimitedWriter(&buf, Limits{UpdateInterval: time.Second})
@@ -82,10 +82,20 @@ func TestWriterCoalescesUpdates(t *testing.T) {
 			updates++
 		}
 	}
-	if updates != 5 { // one at 0 s, 1 s, 2 s, 3 s, 4 s
+	// UpdateBurst at 0 s, 1 s, 2 s, 3 s and 4 s, and the last one when the call ends.
+	if updates != 5*UpdateBurst+1 {
 		t.Fatalf("%d updates recorded", updates)
 	}
-	if got := dropped(t, evs); got["e/1 updateIntervalMs"] != 4995 {
+	var last string
+	for _, ev := range evs {
+		if ev.Kind == api.EventUpdate {
+			last = ev.Update.Text
+		}
+	}
+	if last != "4999" {
+		t.Fatalf("the last update recorded is %q", last)
+	}
+	if got := dropped(t, evs); got["e/1 updateIntervalMs"] != 5000-5*UpdateBurst-1 {
 		t.Fatalf("markers %v", got)
 	}
 }
