@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -47,6 +48,33 @@ func TestAdmissionWiring(t *testing.T) { // every exec and wait asks for a slot;
 	g.closed.Store(false)
 	if w := waitRaw(s, "w", in); w.Status != api.StatusCompleted || string(w.Value) != "7" {
 		t.Fatalf("%+v", w)
+	}
+	if g.held.Load() != 0 {
+		t.Fatalf("%d slots never released", g.held.Load())
+	}
+}
+
+// The TypeScript transform runs holding a slot, after its nesting check (issue 18 item 1): a
+// refused slot means no transform; a cell past the nesting bound never asks for one.
+func TestAdmissionTypeScriptTransform(t *testing.T) {
+	g := &gate{}
+	rt := newRuntime(t, testConfig(t), func(o *Options) { o.admitter = g })
+	s := rt.Activate(api.RunContext{SessionKey: "s1"}, nil)
+	ts := func(code string) api.ExecResult {
+		in, _ := json.Marshal(map[string]string{"code": code, "language": "typescript"})
+		return execRaw(s, "c", in)
+	}
+	if r := ts(`const n: number = 6; return n + 1`); r.Status != api.StatusCompleted || len(g.sessions) != 2 {
+		t.Fatalf("%+v; %d slots asked for, want 2 (the transform's and the VM's)", r, len(g.sessions))
+	}
+	deep := "return " + strings.Repeat("(", 260000) + "1" + strings.Repeat(")", 260000)
+	if r := ts(deep); r.Status != api.StatusFailed || r.Code != api.CodeInvalidInput ||
+		!strings.Contains(r.Error, "deeper than 4096 levels") || len(g.sessions) != 2 {
+		t.Fatalf("%+v; %d slots asked for", r, len(g.sessions))
+	}
+	g.closed.Store(true)
+	if r := ts(`const n: number = 1; return n`); r.Status != api.StatusFailed || r.Code != api.CodeOverloaded {
+		t.Fatalf("%+v", r)
 	}
 	if g.held.Load() != 0 {
 		t.Fatalf("%d slots never released", g.held.Load())

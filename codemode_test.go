@@ -317,11 +317,15 @@ func TestSafeNames(t *testing.T) { // G3, S10
 		{Name: "a-b", Execute: echo}, {Name: "a_b", Execute: echo}, // collide: neither gets tools.a_b
 		{Name: "search", Owner: "p", Execute: echo}, {Name: "callValue", Owner: "p", Execute: echo}, // never shadow helpers
 		{Name: "web.fetch", Execute: echo}, {Name: "2fa", Execute: echo}, {Name: "class", Execute: echo},
+		// Object members are never convenience names: String(tools) must not call a tool (issue 18 item 7).
+		{Name: "toString", Execute: echo}, {Name: "valueOf", Execute: echo}, {Name: "toJSON", Execute: echo},
 	}
 	rt := newRuntime(t, testConfig(t))
 	s := rt.Activate(api.RunContext{}, tools)
-	r := execCode(t, s, `return {keys: Object.keys(tools).sort(), searchIsHelper: typeof (await tools.search("x")), ok: (await tools.web_fetch({})).ok}`)
-	want := `{"keys":["_2fa","web_fetch"],"searchIsHelper":"object","ok":true}`
+	r := execCode(t, s, `let conv; try { conv = 'x' + tools } catch (e) { conv = e.name }
+		return {keys: Object.keys(tools).sort(), searchIsHelper: typeof (await tools.search("x")), ok: (await tools.web_fetch({})).ok,
+			conv, json: JSON.stringify(tools)}`)
+	want := `{"keys":["_2fa","web_fetch"],"searchIsHelper":"object","ok":true,"conv":"TypeError","json":"{}"}`
 	if got := mustComplete(t, r); got != want {
 		t.Fatalf("got %s want %s", got, want)
 	}
@@ -808,7 +812,9 @@ func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing lef
 	var before runtimeStats
 	before.read()
 	for i := 0; i < 20; i++ {
-		r := execCode(t, s, `await Promise.all([tools.slow({}), tools.slow({}), new Promise(r => setTimeout(r, 600000))]); return 1`)
+		// The cell suspends at once (yield) with two calls and a timer pending: no deadline to
+		// reach, whatever the machine's load.
+		r := execCode(t, s, `const p = Promise.all([tools.slow({}), tools.slow({}), new Promise(r => setTimeout(r, 600000))]); await yield_control(); await p; return 1`)
 		if r.Status != api.StatusWaiting {
 			t.Fatalf("%+v", r)
 		}

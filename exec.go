@@ -290,9 +290,9 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 	if rt.engine == nil {
 		return s.failed(start, api.CodeRuntimeUnavailable, "code mode runtime unavailable: "+errString(rt.Err()))
 	}
-	prog, err := source.Prepare(code, lang)
+	prog, code2, err := s.prepare(ctx, code, lang)
 	if err != nil {
-		return s.failed(start, api.CodeInvalidInput, err.Error())
+		return s.failed(start, code2, err.Error())
 	}
 	prog.OfferTypeScript = slices.Contains(rt.cm.Languages, source.TypeScript)
 	tmpl, err := s.template(ctx)
@@ -326,6 +326,42 @@ func (s *Surface) runExec(ctx context.Context, callID string, in execArgs, raw j
 		return s.suspendNew(ctx, start, run, disp, out, in.RestartSafe, tr)
 	}
 	return s.finish(start, run, disp, out, in.RestartSafe, nil, tr)
+}
+
+// prepare turns the cell into the program the VM runs. The TypeScript transform (esbuild) is
+// the one costly step — up to ~80 MB and 0.6 s for a hostile 64 KiB cell within the nesting
+// bounds (RATIONALE.md, "Why is TypeScript measured before esbuild?") — and it cannot be
+// interrupted, so it runs holding an admission slot like a VM: a burst of transforms waits in
+// the same fair queue instead of running outside the memory budget. The size and nesting checks
+// (a token scan) come first and refuse a hostile cell without waiting for a slot.
+func (s *Surface) prepare(ctx context.Context, code, lang string) (*source.Program, api.ErrorCode, error) {
+	if lang == source.TypeScript {
+		if err := source.Check(code, lang); err != nil {
+			return nil, api.CodeInvalidInput, err // refused before it waits for a slot
+		}
+		var lim sandbox.Limits
+		if s.admit(&lim); lim.Admit != nil {
+			slot, err := lim.Admit(ctx) // the same slot and fair share as the cell's VM
+			if err != nil {
+				return nil, admitErrCode(err), err
+			}
+			defer slot.Release()
+		}
+	}
+	prog, err := source.Prepare(code, lang)
+	if err != nil {
+		return nil, api.CodeInvalidInput, err
+	}
+	return prog, "", nil
+}
+
+// admitErrCode is the result code of a refused admission: timeout when the caller gave up
+// while queued, otherwise overloaded.
+func admitErrCode(err error) api.ErrorCode {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return api.CodeTimeout
+	}
+	return api.CodeOverloaded
 }
 
 // inactive says why exec cannot run in this run.

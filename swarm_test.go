@@ -733,7 +733,9 @@ func TestSwarmDurableResume(t *testing.T) {
 	for _, prov := range wireFormats {
 		t.Run(prov, func(t *testing.T) {
 			mem := runstore.NewMemDurable(runstore.Limits{})
-			mem.SetTakeover(400 * time.Millisecond) // a silent replica's calls are taken over after 400 ms
+			// A silent replica's calls are taken over after 2 s; a wait renews its hold every
+			// 400 ms, so only a stall longer than that on a loaded machine loses it.
+			mem.SetTakeover(2 * time.Second)
 			store := runstore.Public(mem).(*codemode.RunStore)
 			var charged, firstTurns atomic.Int64
 			var aDead atomic.Bool
@@ -782,11 +784,15 @@ func TestSwarmDurableResume(t *testing.T) {
 			aDead.Store(true)
 			a.Close()
 			_, sb := replica()
-			for i := 0; res.Status == api.StatusWaiting; i++ {
+			runID := res.RunID
+			for i := 0; res.Status == api.StatusWaiting || res.Code == api.CodeBusy; i++ {
 				if i > 100 {
 					t.Fatal("still waiting")
 				}
-				res = sb.Wait(context.Background(), fmt.Sprintf("w%d", i), codemode.WaitInput{RunID: res.RunID})
+				if res.Code == api.CodeBusy { // A's hold on the run has not run out yet: retry, as clients do
+					time.Sleep(time.Duration(res.RetryAfterMs) * time.Millisecond)
+				}
+				res = sb.Wait(context.Background(), fmt.Sprintf("w%d", i), codemode.WaitInput{RunID: runID})
 			}
 			mustCompleted(t, res)
 			if string(res.Value) != `"child says: paid once"` || charged.Load() != 1 || firstTurns.Load() != 1 {

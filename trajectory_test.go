@@ -3,6 +3,10 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +16,7 @@ import (
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/progress"
 	"github.com/codemode-go/codemode/internal/testtools/trajtest"
+	"github.com/codemode-go/codemode/internal/trajectory"
 )
 
 func TestTrajectory(t *testing.T) { // E2, §19: control calls and nested calls, with their parent
@@ -112,4 +117,73 @@ func TestProgressReachesTheCaller(t *testing.T) { // E1: a nested call's updates
 	if strings.Join(got, "|") != "native:app:chatty: one|native:app:chatty: two|native:app:chatty: done" || last != 100 || lastTotal != 100 {
 		t.Fatalf("progress %q, last %g of %g", got, last, lastTotal)
 	}
+}
+
+// A trajectory flood stays within its cap (issue 18 item 6): a cell looping over failing nested
+// calls, and a tool streaming progress as fast as it can, against a file log of 256 KiB (one
+// rotated file kept). What the limits left out is counted in the log.
+func TestTrajectoryFloodStaysWithinItsCap(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	const maxBytes = 256 << 10
+	w, err := trajectory.CreateLimited(path, trajectory.Limits{MaxBytes: maxBytes, MaxFiles: 1, MaxEventsPerCall: 500})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := &api.Tool{Name: "fail", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		return nil, errors.New("no such file: " + strings.Repeat("x", 200))
+	}}
+	chatty := &api.Tool{Name: "chatty", Execute: func(ctx context.Context, c *api.Call) (*api.Result, error) {
+		for i := range 20000 {
+			c.Update(api.ContentBlock{Type: "text", Text: fmt.Sprintf("progress %d %s", i, strings.Repeat("y", 100))})
+		}
+		return api.TextResult("done", nil)
+	}}
+	rt := newRuntime(t, testConfig(t), func(o *Options) { o.Trajectory = w })
+	s := rt.Activate(api.RunContext{SessionKey: "flood"}, []*api.Tool{fail, chatty})
+	if got := mustComplete(t, execCode(t, s, `return (await tools.chatty({})) === "done"`)); got != "true" {
+		t.Fatalf("got %s", got)
+	}
+	r := execCode(t, s, `let n = 0
+		for (let i = 0; i < 5000; i++) { try { await tools.fail({}) } catch (e) { n++ } }
+		return n`)
+	if got := mustComplete(t, r); got != "5000" {
+		t.Fatalf("got %s", got)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var events []api.TrajectoryEvent
+	total := int64(0)
+	for _, name := range []string{path + ".1", path} {
+		st, err := os.Stat(name)
+		if err != nil {
+			continue // one file may be all it took
+		}
+		total += st.Size()
+		f, _ := os.Open(name)
+		evs, bad, err := trajectory.Read(f)
+		f.Close()
+		if err != nil || len(bad) > 0 {
+			t.Fatal(err, bad)
+		}
+		events = append(events, evs...)
+	}
+	if _, err := os.Stat(path + ".2"); err == nil || total > 2*maxBytes {
+		t.Fatalf("the log holds %d bytes (cap %d)", total, 2*maxBytes)
+	}
+	counts := map[string]int{}
+	for _, ev := range events {
+		counts[ev.Kind]++
+		if ev.Kind == api.EventDropped {
+			var d struct{ Count int }
+			_ = json.Unmarshal(ev.Result, &d)
+			counts["dropped count"] += d.Count
+		}
+	}
+	// 20,000 updates coalesced to a few (one per second per call), 4,500 nested calls counted.
+	if counts[api.EventControl] != 2 || counts[api.EventDropped] != 2 || counts["dropped count"] < 20000-100+4500 ||
+		counts[api.EventUpdate] == 0 || counts[api.EventUpdate] > 100 || counts[api.EventNested] != 501 {
+		t.Fatalf("events by kind %v", counts)
+	}
+	t.Logf("%d bytes of log for 5,000 failing calls and 20,000 updates; by kind %v", total, counts)
 }

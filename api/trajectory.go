@@ -21,6 +21,9 @@ const (
 	// EventUpdate is a progress update a tool streamed while it ran (E1), a cell's phase() or
 	// log() note, or a child agent's step.
 	EventUpdate = "update"
+	// EventDropped says how many events of the call it names a bounded recorder left out
+	// (Result: {count, reason, message}): the audit log's own limits, said in the log.
+	EventDropped = "dropped"
 	// EventAgent is a child agent a cell started with agents.run (tools.swarm), recorded when it
 	// ends: CallID is the agents.run call, ParentCallID its exec; the child's own calls are
 	// recorded under its own run (RunID "<parent run id>/<call id>") with ParentCallID the

@@ -44,6 +44,10 @@ func (d *decoder) parse() *Config {
 		d.addAt(0, nil, "the file is empty; expected an object such as {}")
 		return nil
 	}
+	if at, deep := tooDeep(src); deep {
+		d.addAt(at, nil, fmt.Sprintf("the file nests objects and arrays deeper than %d levels", maxFileDepth))
+		return nil
+	}
 	root, err := unmarshal(src)
 	if err != nil {
 		d.syntaxError(err)
@@ -62,6 +66,40 @@ func (d *decoder) parse() *Config {
 	cfg := defaults()
 	d.config(m, cfg)
 	return cfg
+}
+
+// maxFileDepth bounds the nesting of objects and arrays in a configuration file. The json5
+// decoder recurses once per level with no limit of its own (a million levels took 256 MB of
+// stack; a few million are a fatal stack overflow); a configuration needs a handful.
+const maxFileDepth = 256
+
+// tooDeep reports whether src nests deeper than maxFileDepth, and the offset of the bracket
+// that does. It follows json5's lexical rules for strings and comments, like the indexer.
+func tooDeep(src []byte) (int, bool) {
+	depth := 0
+	for pos := 0; pos < len(src); {
+		next, ok := skipSpace(src, pos)
+		if !ok || next >= len(src) {
+			return 0, false
+		}
+		pos = next
+		switch c := src[pos]; c {
+		case '"', '\'':
+			for pos++; pos < len(src) && src[pos] != c; pos++ {
+				if src[pos] == '\\' {
+					pos++
+				}
+			}
+		case '{', '[':
+			if depth++; depth > maxFileDepth {
+				return pos, true
+			}
+		case '}', ']':
+			depth--
+		}
+		pos++
+	}
+	return 0, false
 }
 
 // unmarshal runs json5, turning any panic from it into an error: its decoder re-panics on

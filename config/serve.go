@@ -15,6 +15,9 @@ type Serve struct {
 	// nested call, approval and progress update of every session, as JSON Lines (bounded,
 	// secrets redacted; `codemode trace FILE` prints it). "" keeps none.
 	Trajectory string
+	// TrajectoryLimits bound that log (and `codemode agent --transcript`); in a file they sit
+	// beside the path: `trajectory: {path: "audit.jsonl", maxBytes: …}`.
+	TrajectoryLimits TrajectoryLimits
 	// Principals are the clients the HTTP listener knows by name, each with a bearer token of
 	// its own (or reached through OAuth), a tool policy that narrows the gateway's, and limits.
 	// A run belongs to the principal that started it. See principals.go.
@@ -22,6 +25,24 @@ type Serve struct {
 	// OAuth, when set, accepts OAuth 2.1 access tokens (JWTs) from one authorization server
 	// besides the principals' tokens. nil: no OAuth.
 	OAuth *OAuth
+}
+
+// TrajectoryLimits bound an audit log. A zero field means its default. What a limit leaves
+// out is counted and said in the log (an event of kind "dropped" under the call concerned).
+type TrajectoryLimits struct {
+	// MaxBytes bounds one file; past it the file is rotated to FILE.1 (FILE.1 to FILE.2, …).
+	// 1 MiB–1 TiB, default 64 MiB.
+	MaxBytes int64
+	// MaxFiles is the number of rotated files kept (the oldest is deleted). 1–1000, default 4:
+	// the log takes at most (MaxFiles+1) × MaxBytes.
+	MaxFiles int
+	// MaxEventsPerCall bounds the nested calls, approvals and progress updates recorded for one
+	// exec and its waits; further ones are only counted. Control calls (exec, wait) and direct
+	// calls are always recorded. 100–100,000,000, default 10,000.
+	MaxEventsPerCall int
+	// UpdateIntervalMs coalesces progress updates: at most 10 per nested call per interval are
+	// recorded, and the call's last one. 1–3,600,000, default 1000.
+	UpdateIntervalMs int
 }
 
 // ServeHTTP configures the streamable HTTP listener (`codemode serve --http ADDR`).
@@ -178,7 +199,11 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	if !ok {
 		return
 	}
-	d.setString(p, m, "trajectory", &s.Trajectory)
+	if t, isObject := m["trajectory"].(map[string]any); isObject {
+		d.trajectory(p.key("trajectory"), t, s)
+	} else {
+		d.setString(p, m, "trajectory", &s.Trajectory)
+	}
 	if v, ok := m["principals"]; ok {
 		d.principals(p.key("principals"), v, &s.Principals)
 	}
@@ -229,6 +254,17 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	if v, ok := h["requestStateKey"]; ok {
 		d.secret(hp.key("requestStateKey"), v, &s.HTTP.RequestStateKey)
 	}
+}
+
+// trajectory reads serve.trajectory written as an object: the path and the log's limits.
+func (d *decoder) trajectory(p path, m map[string]any, s *Serve) {
+	d.unknownKeys(p, m, []string{"path", "maxBytes", "maxFiles", "maxEventsPerCall", "updateIntervalMs"})
+	d.setString(p, m, "path", &s.Trajectory)
+	l := &s.TrajectoryLimits
+	setInt(d, p, m, "maxBytes", 1<<20, 1<<40, &l.MaxBytes)
+	setInt(d, p, m, "maxFiles", 1, 1000, &l.MaxFiles)
+	setInt(d, p, m, "maxEventsPerCall", 100, 100_000_000, &l.MaxEventsPerCall)
+	setInt(d, p, m, "updateIntervalMs", 1, 3_600_000, &l.UpdateIntervalMs)
 }
 
 func (d *decoder) runtime(p path, v any, r *Runtime) {

@@ -124,3 +124,23 @@ func TestPrincipals(t *testing.T) {
 		t.Fatal("the default has principals or oauth")
 	}
 }
+
+func TestServeTrajectory(t *testing.T) { // issue 18 item 6: a path, or the path and its limits
+	cases := []struct {
+		src   string
+		path  string
+		limit TrajectoryLimits
+	}{
+		{`{}`, "", TrajectoryLimits{}},
+		{`{serve: {trajectory: "a.jsonl"}}`, "a.jsonl", TrajectoryLimits{}},
+		{`{serve: {trajectory: {path: "b.jsonl", maxBytes: 1048576, maxFiles: 2, maxEventsPerCall: 500, updateIntervalMs: 250}}}`,
+			"b.jsonl", TrajectoryLimits{MaxBytes: 1 << 20, MaxFiles: 2, MaxEventsPerCall: 500, UpdateIntervalMs: 250}},
+		{`{serve: {trajectory: {path: "c.jsonl"}}}`, "c.jsonl", TrajectoryLimits{}}, // zero: the defaults
+	}
+	for _, c := range cases {
+		s := mustParse(t, c.src).Serve
+		if s.Trajectory != c.path || s.TrajectoryLimits != c.limit {
+			t.Errorf("%s: %q %+v", c.src, s.Trajectory, s.TrajectoryLimits)
+		}
+	}
+}

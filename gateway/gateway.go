@@ -104,7 +104,7 @@ func Open(ctx context.Context, cfg *config.Config, opts Options) (*Gateway, erro
 	relay := &server.TrajectoryRelay{} // the server's metrics, once it exists
 	sinks := []api.Trajectory{relay, opts.Trajectory}
 	if cfg.Serve.Trajectory != "" {
-		w, err := trajectory.Create(cfg.Serve.Trajectory)
+		w, err := trajectory.Open(cfg.Serve.Trajectory, cfg.Serve.TrajectoryLimits)
 		if err != nil {
 			return nil, fmt.Errorf("serve.trajectory: %w", err)
 		}

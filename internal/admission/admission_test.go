@@ -61,7 +61,7 @@ func TestQueueAndRefusal(t *testing.T) {
 	go func() {
 		r, err := c.Acquire(ctx, "a")
 		if r != nil {
-			defer r()
+			r() // before the send: the stats below must see it released
 		}
 		got <- err
 	}()

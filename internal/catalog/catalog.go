@@ -25,11 +25,8 @@ var ControlTools = map[string]bool{
 	"wait": true, "tool_search_code": true, "tool_search": true, "tool_describe": true, "tool_call": true,
 }
 
-// Helpers a convenience name may never shadow (G3, S10).
-var reservedSafeNames = map[string]bool{
-	"search": true, "describe": true, "call": true, "callValue": true,
-	"__proto__": true, "constructor": true, "prototype": true, "then": true,
-}
+// Helpers and object members a convenience name may never shadow (G3, S10; names.go).
+var reservedSafeNames = withObjectMembers("search", "describe", "call", "callValue")
 
 // Bounds on what one entry may put in front of a cell or the model.
 const (

@@ -24,10 +24,12 @@ func TestCamelIdent(t *testing.T) { // M4
 
 func TestMCPNamesCollisionFree(t *testing.T) { // M4: deterministic, collision-free, helpers never shadowed
 	var tools []*api.Tool
-	for _, n := range []string{"create_issue", "createIssue", "create-issue", "$api", "resources", "prompts", "then"} {
+	for _, n := range []string{"create_issue", "createIssue", "create-issue", "$api", "resources", "prompts", "then",
+		"toString", "value_of", "toJSON", "hasOwnProperty"} { // issue 18 item 7: object members too
 		tools = append(tools, &api.Tool{Name: n, Source: api.SourceMCP, Owner: "git-hub"})
 	}
-	tools = append(tools, &api.Tool{Name: "x", Source: api.SourceMCP, Owner: "git_hub"}, &api.Tool{Name: "y", Source: api.SourceMCP, Owner: "$search"})
+	tools = append(tools, &api.Tool{Name: "x", Source: api.SourceMCP, Owner: "git_hub"}, &api.Tool{Name: "y", Source: api.SourceMCP, Owner: "$search"},
+		&api.Tool{Name: "z", Source: api.SourceMCP, Owner: "constructor"})
 	c := Build(tools)
 	got := map[string]string{}
 	seen := map[string]bool{}
@@ -46,6 +48,9 @@ func TestMCPNamesCollisionFree(t *testing.T) { // M4: deterministic, collision-f
 		"mcp:git-hub:create-issue": "gitHub.createIssue_3", "mcp:git-hub:$api": "gitHub.$api_2",
 		"mcp:git-hub:resources": "gitHub.resources_2", "mcp:git-hub:prompts": "gitHub.prompts_2",
 		"mcp:git-hub:then": "gitHub.then_2", "mcp:git_hub:x": "gitHub_2.x", "mcp:$search:y": "$search_2.y",
+		"mcp:git-hub:toString": "gitHub.toString_2", "mcp:git-hub:value_of": "gitHub.valueOf_2",
+		"mcp:git-hub:toJSON": "gitHub.toJSON_2", "mcp:git-hub:hasOwnProperty": "gitHub.hasOwnProperty_2",
+		"mcp:constructor:z": "constructor_2.z",
 	}
 	for id, w := range want {
 		if got[id] != w {

@@ -18,13 +18,32 @@ var jsReserved = map[string]bool{
 	"while": true, "with": true, "yield": true, "await": true,
 }
 
-// Names inside MCP.<server> that belong to the namespace helpers (M2).
-var mcpReserved = map[string]bool{"$api": true, "resources": true, "prompts": true,
-	"__proto__": true, "constructor": true, "prototype": true, "then": true}
+// objectMembers are names no tool or server may take on a guest object: Object.prototype's
+// members, and the names the engine or ordinary code reads and calls on any object. A tool
+// there would be called implicitly — `'x' + MCP.srv` calls valueOf, `String(x)` toString,
+// JSON.stringify toJSON, await then — or shadow what code expects of every object (issue 18
+// item 7). They get the next free name instead (toString_2), as `then` always has.
+var objectMembers = []string{
+	"__proto__", "constructor", "prototype", "then", "catch", "finally", "toJSON",
+	"toString", "toLocaleString", "valueOf", "hasOwnProperty", "isPrototypeOf",
+	"propertyIsEnumerable", "__defineGetter__", "__defineSetter__", "__lookupGetter__",
+	"__lookupSetter__",
+}
+
+// withObjectMembers returns a set of names plus objectMembers.
+func withObjectMembers(names ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, n := range append(names, objectMembers...) {
+		m[n] = true
+	}
+	return m
+}
+
+// Names inside MCP.<server> that belong to the namespace helpers (M2) or to every object.
+var mcpReserved = withObjectMembers("$api", "resources", "prompts")
 
 // Names on MCP itself that are not servers.
-var mcpRootReserved = map[string]bool{"$search": true, "__proto__": true, "constructor": true,
-	"prototype": true, "then": true}
+var mcpRootReserved = withObjectMembers("$search")
 
 // CamelIdent maps a server or tool name to a JavaScript identifier (M4): separators start a new
 // word (chrome-devtools → chromeDevtools, create_issue → createIssue), other characters are

@@ -43,7 +43,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	model := fs.String("model", "", "the model `NAME`")
 	prov := fs.String("provider", provider.OpenAI, "wire `PROTOCOL`: openai (chat completions) or anthropic (messages)")
 	keyEnv := fs.String("api-key-env", "", "environment `VARIABLE` holding the API key (default OPENAI_API_KEY or ANTHROPIC_API_KEY)")
-	transcript := fs.String("transcript", "", "append the run's trajectory (JSON Lines) to `FILE`; read it with codemode trace FILE")
+	transcript := fs.String("transcript", "", "append the run's trajectory (JSON Lines, rotated and bounded by the limits of the config's serve.trajectory) to `FILE`; read it with codemode trace FILE")
 	maxTurns := fs.Int("max-turns", agent.DefaultMaxTurns, "the most model calls (`N`) of the run")
 	clientTools := fs.String("client-tools", "", "JSON5 `FILE` of client tools: [{name, description, inputSchema, command: [argv…]}]")
 	system := fs.String("system", "", "system prompt `TEXT` (default: a short generic one)")
@@ -111,7 +111,7 @@ func runAgent(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	log := stderrLogger(stderr)
 	var sinks []api.Trajectory
 	if *transcript != "" {
-		w, err := trajectory.Create(*transcript)
+		w, err := trajectory.Open(*transcript, cfg.Serve.TrajectoryLimits)
 		if err != nil {
 			fmt.Fprintln(stderr, "codemode agent:", err)
 			return exitUsage

@@ -41,6 +41,10 @@ func TestMain(m *testing.M) {
 		conformanceFixture()
 		os.Exit(0)
 	}
+	if os.Getenv(hostileFixtureEnv) == "1" {
+		hostileFixture()
+		os.Exit(0)
+	}
 	if os.Getenv(cellsFixtureEnv) == "1" {
 		cellsFixture()
 		os.Exit(0)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -30,6 +31,9 @@ func TestMakeServeStdoutIsJSONRPC(t *testing.T) {
 	// on stdout before it reads the Makefile: `make -s -C DIR serve` is the quiet form).
 	cmd := exec.Command(makePath, "BIN="+filepath.Join(t.TempDir(), "codemode"), "serve")
 	cmd.Dir = root
+	// As a person types it in a shell: not as a sub-make of `make test` (CI), whose MAKELEVEL
+	// and MAKEFLAGS would make this make print "Entering directory" on stdout.
+	cmd.Env = withoutMakeEnv(os.Environ())
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
 	var stderr lockedBuffer
@@ -91,4 +95,18 @@ func TestMakeServeStdoutIsJSONRPC(t *testing.T) {
 	if !strings.Contains(stderr.String(), "codemode serve: MCP on stdio") {
 		t.Errorf("stderr does not say what is served:\n%s", stderr.String())
 	}
+}
+
+// withoutMakeEnv drops the variables a parent make passes to its children.
+func withoutMakeEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "MAKELEVEL", "MAKEFLAGS", "MFLAGS", "MAKEOVERRIDES":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }

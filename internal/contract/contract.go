@@ -17,7 +17,14 @@ import (
 )
 
 // Schema is a compiled JSON Schema.
-type Schema struct{ s *jsonschema.Schema }
+type Schema struct {
+	s    *jsonschema.Schema
+	doc  any       // the document
+	cost *costNode // its graph for the dry run that bounds a validation's cost (cost.go)
+}
+
+// maxOutputSchemaBytes bounds an output schema (an MCP server's schemas are at most 256 KiB).
+const maxOutputSchemaBytes = 256 << 10
 
 // refusingLoader keeps compilation offline.
 type refusingLoader struct{}
@@ -26,8 +33,23 @@ func (refusingLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema reference %q is not allowed", url)
 }
 
-// Compile compiles an output schema. name identifies it in errors (a tool id).
-func Compile(name string, raw []byte) (*Schema, error) { return compile(name, "output", raw) }
+// Compile compiles an output schema. name identifies it in errors (a tool id). A schema over
+// 256 KiB or nested deeper than 64 levels is refused (compiling costs grow with the cube of the
+// depth: 1,000 levels of `items` took minutes), and so is one whose references the cost bound
+// cannot follow (cost.go): an output contract that cannot be checked within bounds is not one.
+func Compile(name string, raw []byte) (*Schema, error) {
+	switch {
+	case len(raw) > maxOutputSchemaBytes:
+		return nil, fmt.Errorf("output schema of %s is %d bytes (limit %d)", name, len(raw), maxOutputSchemaBytes)
+	case tooDeep(raw, maxSchemaDepth):
+		return nil, fmt.Errorf("output schema of %s is nested deeper than %d levels", name, maxSchemaDepth)
+	}
+	s, err := compile(name, "output", raw)
+	if err == nil && !dryRunnable(s.doc) {
+		return nil, fmt.Errorf("output schema of %s is not supported: it uses $id below the root, anchors, dynamic references or references outside itself", name)
+	}
+	return s, err
+}
 
 func compile(name, what string, raw []byte) (*Schema, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
@@ -44,7 +66,7 @@ func compile(name, what string, raw []byte) (*Schema, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s schema of %s is invalid: %s", what, name, schemaProblem(err))
 	}
-	return &Schema{s}, nil
+	return &Schema{s: s, doc: doc, cost: costGraph(doc)}, nil
 }
 
 // schemaProblem says what is wrong with a schema in a line a person reads: for a schema that
@@ -84,6 +106,10 @@ func schemaProblem(err error) string {
 
 var englishPrinter = message.NewPrinter(language.English)
 
+// ErrTooCostly: checking the value against the schema would take more than the evaluation
+// budget (cost.go).
+var ErrTooCostly = errors.New("the value is too large for its schema to be checked within bounds")
+
 // Mismatch says where a value does not match its schema, without the value.
 type Mismatch struct {
 	Path    string // JSON pointer into the value, e.g. /items/0/id
@@ -106,6 +132,9 @@ func (s *Schema) Check(doc []byte) error {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
 		return errors.New("the value is not JSON")
+	}
+	if !withinBudget(s.cost, inst, outputEvalBudget) {
+		return ErrTooCostly
 	}
 	err = s.s.Validate(inst)
 	if err == nil {

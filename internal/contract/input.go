@@ -50,7 +50,7 @@ func CompileInput(name string, raw []byte) (s *Schema) {
 		}
 	}()
 	s, err := compile(name, "input", raw)
-	if err != nil {
+	if err != nil || !dryRunnable(s.doc) {
 		return nil
 	}
 	return s
@@ -118,6 +118,9 @@ func (s *Schema) ValidateInput(doc []byte) (verr error) {
 			verr = nil // the schema cannot judge this input
 		}
 	}()
+	if !withinBudget(s.cost, inst, inputEvalBudget) {
+		return nil // too costly to judge: advice, like an oversized schema
+	}
 	err := s.s.Validate(inst)
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {

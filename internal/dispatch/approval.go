@@ -45,6 +45,7 @@ type verdict struct {
 	dec       api.Decision
 	by        string
 	withdrawn bool
+	expired   bool // the clock decided: the request expired before anyone else did
 }
 
 // maxTombstones bounds the decided set of one run.
@@ -102,6 +103,17 @@ func (d *Dispatcher) Decide(callID string, dec api.Decision) error {
 	a := &d.approvals
 	if dec.By == "" {
 		dec.By = "library"
+	}
+	// The clock decides first: a decision that comes after the request expired is refused even
+	// when the parked call's goroutine has not woken to its deadline yet (a loaded machine).
+	a.mu.Lock()
+	p := a.waiting[callID]
+	a.mu.Unlock()
+	if p != nil && !p.req.Expires.IsZero() && time.Now().After(p.req.Expires) {
+		if q := a.claim(callID, "expired"); q != nil {
+			q.ch <- verdict{by: "timeout", expired: true}
+		}
+		return fmt.Errorf("the approval request for %s expired: it was rejected", callID)
 	}
 	if a.offer(callID, verdict{dec: dec, by: "person"}) {
 		return nil
@@ -230,6 +242,10 @@ func (d *Dispatcher) awaitApproval(ctx context.Context, c *sandbox.Call, need *N
 		}
 		expired = true
 		v = verdict{dec: api.Decision{Reason: "nobody decided within " + need.Timeout.String()}, by: "timeout"}
+	}
+	if v.expired { // claimed by a Decide that came after the deadline
+		expired = true
+		v.dec = api.Decision{Reason: "nobody decided within " + need.Timeout.String()}
 	}
 	if c != nil {
 		c.Decided()

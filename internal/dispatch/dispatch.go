@@ -649,7 +649,7 @@ func (d *Dispatcher) execute(ctx context.Context, c *sandbox.Call, p *prechecked
 	if res == nil {
 		res = &api.Result{}
 	}
-	if n := len(res.Details) + contentSize(res.Content); n > MaxResultBytes {
+	if n := resultSize(res); n > MaxResultBytes {
 		return nil, &api.ToolError{Name: "RangeError", Code: "result_too_large", Message: fmt.Sprintf("%s returned %d bytes (limit %d)", e.ID, n, MaxResultBytes)}
 	}
 	if len(res.Details) > 0 && !json.Valid(res.Details) {
@@ -696,6 +696,17 @@ func (d *Dispatcher) finishProgress(callID, toolID string) {
 			(*s)(p, total, d.label(toolID)+": done")
 		}
 	}
+}
+
+// resultSize is what a result counts against MaxResultBytes: its details and content blocks,
+// once. An MCP result (Raw set) carries its content blocks inside Details already, as the
+// server's own {content, structuredContent?, …}: counting Content again made a 4.1 MiB result
+// fail the 8 MiB limit (issue 18 item 8).
+func resultSize(res *api.Result) int {
+	if res.Raw != nil {
+		return len(res.Details)
+	}
+	return len(res.Details) + contentSize(res.Content)
 }
 
 func contentSize(blocks []api.ContentBlock) int {

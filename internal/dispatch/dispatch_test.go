@@ -3,7 +3,9 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/catalog"
@@ -130,5 +132,22 @@ func TestFirstCallValidates(t *testing.T) {
 	}
 	if ran != 0 {
 		t.Fatal("the tool ran with an invalid input")
+	}
+}
+
+// A decision that comes after its request expired is refused, even when the parked call has
+// not woken to its deadline yet (a loaded machine): the clock decided first.
+func TestDecideAfterExpiryBeforeTheParkedCallWakes(t *testing.T) {
+	d := &Dispatcher{}
+	p := &parked{req: api.ApprovalRequest{CallID: "c/1", Expires: time.Now().Add(-time.Millisecond)}, ch: make(chan verdict, 1)}
+	d.approvals.waiting, d.approvals.decided = map[string]*parked{"c/1": p}, map[string]string{}
+	if err := d.Decide("c/1", api.Decision{Approve: true}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("decision after expiry: %v", err)
+	}
+	if v := <-p.ch; !v.expired || v.dec.Approve {
+		t.Fatalf("the parked call got %+v", v)
+	}
+	if err := d.Decide("c/1", api.Decision{Approve: true}); err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("second decision: %v", err)
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -246,6 +249,86 @@ func TestHostileMCPServer(t *testing.T) { // untrusted names and descriptions st
 	text, _ := s.APIFile("mcp/evil-server.d.ts")
 	if res := esbuild.Transform(text, esbuild.TransformOptions{Loader: esbuild.LoaderTS}); len(res.Errors) > 0 {
 		t.Fatalf("hostile declarations broke the file: %v", res.Errors[0].Text)
+	}
+}
+
+// Upstream tools and servers named after Object.prototype's members are renamed, so ordinary
+// conversions of MCP.<server> never call them (issue 18 item 7): `'x' + MCP.srv` used to call
+// an upstream tool named valueOf. A real upstream, real cells.
+func TestObjectMemberNamesNeverCalledImplicitly(t *testing.T) {
+	var calls atomic.Int32
+	members := []string{"toString", "valueOf", "toJSON", "toLocaleString", "hasOwnProperty", "isPrototypeOf",
+		"propertyIsEnumerable", "constructor", "__defineGetter__", "__lookupGetter__", "then"}
+	newServer := func() *mcp.Server {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "members", Version: "1"}, nil)
+		for _, name := range members {
+			srv.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					calls.Add(1)
+					return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "called " + req.Params.Name}}}, nil
+				})
+		}
+		return srv
+	}
+	g := open(t, map[string]config.MCPServer{
+		"srv":     {URL: inProcess(t, newServer()), TimeoutMs: 20000},
+		"valueOf": {URL: inProcess(t, newServer()), TimeoutMs: 20000}, // a server's name too
+	})
+	s := g.Surface(capi.RunContext{}, nil)
+	r := run(t, s, `
+		// A namespace has no prototype: most conversions throw a TypeError, none calls a tool.
+		const out = [], attempt = f => { try { out.push(f()) } catch (e) { out.push(e.name) } };
+		for (const ns of [MCP.srv, MCP.valueOf_2]) {
+			for (const f of [() => 'x' + ns, () => String(ns), () => `+"`${ns}`"+`, () => JSON.stringify(ns), () => ns == 1,
+				() => +ns, () => Object.prototype.toString.call(ns), () => [ns].join(), () => ns.toLocaleString(),
+				() => ns.hasOwnProperty('x'), () => ({}).isPrototypeOf.call(ns, {}), () => typeof ns.then]) attempt(f);
+			await ns; // reads then
+		}
+		return {out, keys: Object.keys(MCP.srv).sort(), servers: Object.keys(MCP).sort()}`)
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d upstream calls made by conversions: %s", n, value(t, r))
+	}
+	var got struct {
+		Keys    []string `json:"keys"`
+		Servers []string `json:"servers"`
+	}
+	if err := json.Unmarshal([]byte(value(t, r)), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range got.Keys {
+		if slices.Contains(members, k) {
+			t.Errorf("tool %q kept an object member's name (keys %v)", k, got.Keys)
+		}
+	}
+	if !slices.Contains(got.Servers, "valueOf_2") || slices.Contains(got.Servers, "valueOf") {
+		t.Errorf("servers %v", got.Servers)
+	}
+	// The renamed tools are still there to call, explicitly.
+	r = run(t, s, `return [(await MCP.srv.toString_2({})).content[0].text, (await MCP.valueOf_2.valueOf_2({})).content[0].text]`)
+	if got := value(t, r); got != `["called toString","called valueOf"]` || calls.Load() != 2 {
+		t.Fatalf("%s after %d calls", got, calls.Load())
+	}
+}
+
+// An MCP result counts once against the 8 MiB nested-result limit (issue 18 item 8): its content
+// blocks travel inside the server's own result, and counting them again made 4.1 MiB fail.
+func TestMCPResultCountsOnce(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "text", InputSchema: json.RawMessage(`{"type":"object","properties":{"mib":{"type":"number"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MiB float64 }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", int(in.MiB*(1<<20)))}}}, nil
+		})
+	g := open(t, map[string]config.MCPServer{"big": {URL: inProcess(t, srv), TimeoutMs: 60000}})
+	s := g.Surface(capi.RunContext{}, nil)
+	mib := 4.1
+	if got := value(t, run(t, s, `return (await MCP.big.text({mib: 4.1})).content[0].text.length`)); got != fmt.Sprint(int(mib*(1<<20))) {
+		t.Fatalf("4.1 MiB: %s", got)
+	}
+	r := run(t, s, `try { await MCP.big.text({mib: 8.5}); return "no error" } catch (e) { return e.message }`)
+	if got := value(t, r); !strings.Contains(got, "exceed") {
+		t.Fatalf("8.5 MiB: %s", got)
 	}
 }
 

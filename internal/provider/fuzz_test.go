@@ -21,8 +21,18 @@ func FuzzToolNames(f *testing.F) {
 	f.Add([]byte(`{"tools":[{"custom":{"name":"x"}},{}],"tools":null}`))
 	f.Add([]byte(`{"tools":[{"name":"\u0065x\"ec"}],"model":"m"}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte{})
+	f.Add([]byte(`{"tools":[{"nAme":"x"},{"function":null,"name":"y"}]}`)) // keys match exactly
 	f.Fuzz(func(t *testing.T, body []byte) {
 		names, err := toolNames(body)
+		if len(body) == 0 {
+			// The parser's contract: a request without a body carries no tools (nil, nil).
+			// encoding/json refuses an empty document, so it is no reference here.
+			if names != nil || err != nil {
+				t.Fatalf("empty body: %q, %v", names, err)
+			}
+			return
+		}
 		want, werr := toolNamesStd(body)
 		if err != nil {
 			return // refused: fail closed
@@ -36,20 +46,21 @@ func FuzzToolNames(f *testing.F) {
 	})
 }
 
-// toolNamesStd is the reference reading with encoding/json.
+// toolNamesStd is the reference reading with encoding/json. It decodes into maps, whose keys
+// match exactly: decoding into a struct would match "nAme" as "name" (encoding/json folds case),
+// which no API server does.
 func toolNamesStd(body []byte) ([]string, error) {
-	var b struct {
-		Tools []struct {
-			Name     json.RawMessage `json:"name"`
-			Function *struct {
-				Name json.RawMessage `json:"name"`
-			} `json:"function"`
-			Custom *struct {
-				Name json.RawMessage `json:"name"`
-			} `json:"custom"`
-		} `json:"tools"`
-	}
+	var b map[string]json.RawMessage
 	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, err
+	}
+	names := []string{}
+	raw, ok := b["tools"]
+	if !ok || string(raw) == "null" {
+		return names, nil
+	}
+	var tools []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
 		return nil, err
 	}
 	str := func(raw json.RawMessage) string {
@@ -57,16 +68,19 @@ func toolNamesStd(body []byte) ([]string, error) {
 		_ = json.Unmarshal(raw, &s)
 		return s
 	}
-	names := []string{}
-	for _, t := range b.Tools {
-		switch {
-		case t.Function != nil:
-			names = append(names, str(t.Function.Name))
-		case t.Custom != nil:
-			names = append(names, str(t.Custom.Name))
-		default:
-			names = append(names, str(t.Name))
+next:
+	for _, t := range tools {
+		for _, wrapper := range []string{"function", "custom"} {
+			if w, ok := t[wrapper]; ok && string(w) != "null" {
+				var m map[string]json.RawMessage
+				if err := json.Unmarshal(w, &m); err != nil {
+					return nil, err
+				}
+				names = append(names, str(m["name"]))
+				continue next
+			}
 		}
+		names = append(names, str(t["name"]))
 	}
 	return names, nil
 }

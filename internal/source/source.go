@@ -122,13 +122,41 @@ func ResolveLanguage(in Input, enabled []string) (string, error) {
 	return "", &Error{Msg: fmt.Sprintf("exec: language %q is disabled by tools.codeMode.languages (enabled: %s)", lang, strings.Join(enabled, ", "))}
 }
 
-// Prepare validates and transforms a cell.
-func Prepare(code, language string) (*Program, error) {
+// Check applies the bounds Prepare starts with: the size, no NUL byte, and for TypeScript the
+// nesting bounds and the TypeScript size (nesting.go). It runs no parser and costs one token
+// scan at most, so a caller can refuse a hostile cell before it spends anything else on it.
+func Check(code, language string) error {
+	_, err := check(code, language)
+	return err
+}
+
+// check is Check, also returning the measured nesting of a TypeScript cell.
+func check(code, language string) (int, error) {
 	if len(code) > MaxCodeBytes {
-		return nil, &Error{Msg: fmt.Sprintf("exec: code is %d bytes; the limit is %d", len(code), MaxCodeBytes)}
+		return 0, &Error{Msg: fmt.Sprintf("exec: code is %d bytes; the limit is %d", len(code), MaxCodeBytes)}
 	}
 	if strings.IndexByte(code, 0) >= 0 {
-		return nil, &Error{Msg: "exec: code contains a NUL byte"}
+		return 0, &Error{Msg: "exec: code contains a NUL byte"}
+	}
+	if language != TypeScript {
+		return 0, nil
+	}
+	depth, _, err := measureNesting(code, MaxNesting, MaxScopeNesting)
+	if err != nil {
+		return 0, err
+	}
+	if len(code) > MaxTypeScriptBytes {
+		return 0, &Error{Msg: fmt.Sprintf("exec: TypeScript code is %d bytes; the limit is %d: "+
+			"send larger cells as JavaScript (up to %d bytes)", len(code), MaxTypeScriptBytes, MaxCodeBytes)}
+	}
+	return depth, nil
+}
+
+// Prepare validates and transforms a cell.
+func Prepare(code, language string) (*Program, error) {
+	depth, err := check(code, language)
+	if err != nil {
+		return nil, err
 	}
 	switch language {
 	case JavaScript:
@@ -147,7 +175,7 @@ func Prepare(code, language string) (*Program, error) {
 			return 0, 0, false
 		}}, nil
 	case TypeScript:
-		return prepareTypeScript(code)
+		return prepareTypeScript(code, depth)
 	default:
 		return nil, &Error{Msg: fmt.Sprintf("exec: unknown language %q", language)}
 	}

@@ -19,7 +19,8 @@ func TypeScriptUsed() bool { return tsUsed.Load() }
 
 // prepareTypeScript strips types with esbuild (T1: a source transform — no type checking, no
 // module resolution) and maps positions back through esbuild's source map.
-func prepareTypeScript(code string) (*Program, error) {
+// depth is the cell's measured nesting (checked by Prepare).
+func prepareTypeScript(code string, depth int) (*Program, error) {
 	tsUsed.Store(true)
 	body, lifted, imports := liftImports(code)
 	wrapped := lifted + wrapperHead + body + wrapperTail
@@ -31,6 +32,11 @@ func prepareTypeScript(code string) (*Program, error) {
 		LogLevel:   api.LogLevelSilent,
 		// Keep the program a single expression statement whose value is the cell function.
 		TreeShaking: api.TreeShakingFalse,
+		// Pretty-printed output indents by depth: 1,365 nested braceless `if`s or multi-line
+		// arrays print O(depth²) spaces, hundreds of MB from a 128 KiB cell. A deep cell is
+		// printed without whitespace (linear); others keep the readable form, whose spacing
+		// matches the model's, so positions between source-map segments stay exact.
+		MinifyWhitespace: depth > prettyMaxDepth,
 	})
 	lines := strings.Count(code, "\n") + 1
 	// toCode maps a 1-based line:column in the wrapped source to the model's code; the wrapper's

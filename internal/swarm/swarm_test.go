@@ -236,6 +236,10 @@ func TestGroupFIFO(t *testing.T) {
 		}
 	}
 	wg.Wait()
+	// The first two start together, so their order is the scheduler's; the rest is FIFO.
+	if len(order) == n-1 && order[0] > order[1] {
+		order[0], order[1] = order[1], order[0]
+	}
 	if strings.Join(order, ",") != "c0,c1,c2,c4,c5" || most.Load() != 2 {
 		t.Fatalf("order %v, most %d", order, most.Load())
 	}

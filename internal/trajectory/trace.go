@@ -155,7 +155,7 @@ func (t *tree) renderRun(pad string, g *runGroup, depth int) {
 		case api.EventNested, api.EventAgent:
 			nested[ev.ParentCallID] = append(nested[ev.ParentCallID], ev)
 			byCall[ev.CallID] = ev
-		case api.EventApprovalRequest, api.EventApprovalDecision, api.EventUpdate:
+		case api.EventApprovalRequest, api.EventApprovalDecision, api.EventUpdate, api.EventDropped:
 			about[ev.CallID] = append(about[ev.CallID], ev)
 		default:
 			top = append(top, ev)
@@ -251,6 +251,10 @@ func aboutLine(ev api.TrajectoryEvent) string {
 			return "update: [" + oneLine(ev.Update.Type, 40) + "]"
 		}
 		return "update"
+	case api.EventDropped:
+		var d struct{ Message string }
+		_ = json.Unmarshal(ev.Result, &d)
+		return "not recorded: " + oneLine(d.Message, 2*previewBytes)
 	case api.EventApprovalRequest:
 		s := "approval requested"
 		if ev.Approval != nil && ev.Approval.Prompt != "" {

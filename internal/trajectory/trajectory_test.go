@@ -321,8 +321,11 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
+// benchLimits keep every event of a benchmark: they measure the recording path, not the cap.
+var benchLimits = Limits{MaxEventsPerCall: 1 << 30, MaxBytes: 1 << 40}
+
 func BenchmarkRecordNested(b *testing.B) { // target ≤ 20 µs per nested call
-	w := NewWriter(io.Discard)
+	w := NewLimitedWriter(io.Discard, benchLimits)
 	ev := sampleTrajectory()[0]
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
@@ -332,7 +335,7 @@ func BenchmarkRecordNested(b *testing.B) { // target ≤ 20 µs per nested call
 
 // BenchmarkRecordNestedLarge: a nested call with a 4 KB result (a file read), nothing to redact.
 func BenchmarkRecordNestedLarge(b *testing.B) {
-	w := NewWriter(io.Discard)
+	w := NewLimitedWriter(io.Discard, benchLimits)
 	ev := sampleTrajectory()[0]
 	text := strings.Repeat("line of the file with words, numbers 12345 and punctuation.\n", 64)
 	ev.Result, _ = json.Marshal(map[string]any{"content": []any{map[string]any{"type": "text", "text": text[:2000]}},
@@ -345,7 +348,7 @@ func BenchmarkRecordNestedLarge(b *testing.B) {
 
 // BenchmarkRecordNestedRedacted: an input carrying a credential takes the full rewrite.
 func BenchmarkRecordNestedRedacted(b *testing.B) {
-	w := NewWriter(io.Discard)
+	w := NewLimitedWriter(io.Discard, benchLimits)
 	ev := sampleTrajectory()[0]
 	ev.Input = json.RawMessage(`{"url":"https://api.example.com/v1/items?api_key=s3cr3t&page=2","headers":{"Authorization":"Bearer abcdefghijkl"}}`)
 	b.ReportAllocs()
@@ -355,11 +358,21 @@ func BenchmarkRecordNestedRedacted(b *testing.B) {
 }
 
 func BenchmarkRecordNestedFile(b *testing.B) {
-	w, err := Create(filepath.Join(b.TempDir(), "t.jsonl"))
+	w, err := CreateLimited(filepath.Join(b.TempDir(), "t.jsonl"), benchLimits)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Close()
+	ev := sampleTrajectory()[0]
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		w.Record(ev)
+	}
+}
+
+// BenchmarkRecordNestedDropped: a nested call past MaxEventsPerCall costs a count, not a write.
+func BenchmarkRecordNestedDropped(b *testing.B) {
+	w := NewLimitedWriter(io.Discard, Limits{MaxEventsPerCall: 100})
 	ev := sampleTrajectory()[0]
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
 )
 
 // Raw result capture.
@@ -108,7 +109,9 @@ func (t *tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if !t.wrap {
 		return conn, nil
 	}
-	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, notify: t.notify, request: t.request}
+	t.tap = &tapConn{Connection: conn, pending: map[jsonrpc.ID]*capture{}, notify: t.notify, request: t.request,
+		lim: newNotificationLimiter()}
+	t.tap.alive, t.tap.stop = context.WithCancel(context.Background())
 	return t.tap, nil
 }
 
@@ -139,6 +142,14 @@ type tapConn struct {
 	pending map[jsonrpc.ID]*capture
 	notify  func(ctx context.Context, method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage)
+	lim     *rate.Limiter // notifications read per second
+	alive   context.Context
+	stop    context.CancelFunc // on Close: a throttled read stops waiting
+}
+
+func (c *tapConn) Close() error {
+	c.stop()
+	return c.Connection.Close()
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -160,6 +171,9 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if req, ok := msg.(*jsonrpc.Request); ok && err == nil {
+		if !req.IsCall() {
+			_ = c.lim.Wait(c.alive) // over the rate: read nothing more from this server for a while
+		}
 		switch {
 		case !req.IsCall() && c.notify != nil:
 			c.notify(context.Background(), req.Method, req.Params)
@@ -211,6 +225,7 @@ type httpTap struct {
 	base    http.RoundTripper
 	origin  *url.URL
 	headers http.Header
+	lim     *rate.Limiter // events read per second from the server's event streams
 	// notify and request see what the server sends on every SSE stream, as tapConn's do.
 	notify  func(ctx context.Context, method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage)
@@ -236,7 +251,7 @@ func (t *httpTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	case "text/event-stream":
 		// Every stream is parsed: a call's (its capture, its request context) and the
 		// standalone one (notifications and requests only).
-		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true,
+		resp.Body = &bodyTap{rc: resp.Body, cp: captureFrom(req.Context()), sse: true, lim: t.lim,
 			ctx: req.Context(), notify: t.notify, request: t.request}
 	}
 	return resp, nil
@@ -249,15 +264,17 @@ var errBodyTooLarge = fmt.Errorf("MCP response body exceeds %d bytes", maxBodyBy
 // parses events as they pass and captures the first JSON-RPC response.
 type bodyTap struct {
 	rc   io.ReadCloser
-	cp   *capture // nil: only bound the size
+	cp   *capture // nil: only bound the size (JSON), or only count events (SSE)
 	sse  bool
+	lim  *rate.Limiter // SSE: events per second (nil: not limited)
 	n    int
 	buf  []byte // JSON: the body; SSE: the current partial line
 	data []byte // SSE: the current event's data
 	name string // SSE: the current event's name
 	big  bool   // SSE: the current event is too big to keep
 	done bool   // the response is captured
-	// SSE: the stream's request context and the hooks for what else the server sends on it.
+	// SSE: the stream's request context (for lim and the hooks) and the hooks for what else
+	// the server sends on it.
 	ctx     context.Context
 	notify  func(ctx context.Context, method string, params json.RawMessage)
 	request func(ctx context.Context, method string, params json.RawMessage)
@@ -269,10 +286,11 @@ func (b *bodyTap) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.n += n
-	if n > 0 && (b.sse && (b.notify != nil || b.request != nil || (b.cp != nil && !b.done)) || !b.sse && b.cp != nil && !b.done) {
-		if b.sse {
+	if n > 0 {
+		switch {
+		case b.sse && (b.lim != nil || b.notify != nil || b.request != nil || b.cp != nil && !b.done):
 			b.feedSSE(p[:n])
-		} else {
+		case !b.sse && b.cp != nil && !b.done:
 			b.buf = append(b.buf, p[:n]...)
 		}
 	}
@@ -314,13 +332,17 @@ const maxLineKeep = maxResultBytes + 64<<10
 func (b *bodyTap) line(line []byte) {
 	switch {
 	case len(line) == 0: // dispatch
-		if b.big {
+		if b.lim != nil && (len(b.data) > 0 || b.big) {
+			_ = b.lim.Wait(b.ctx) // over the rate: the SDK reads the next event later
+		}
+		switch {
+		case b.big:
 			// Possibly the response; the SDK's own event limit decides its fate, we only make
 			// sure an oversized result is never returned as if it were complete.
 			if b.cp != nil && !b.done {
 				b.cp.markTooBig()
 			}
-		} else if len(b.data) > 0 && (b.name == "" || b.name == "message") {
+		case len(b.data) > 0 && (b.name == "" || b.name == "message"):
 			b.deliver(b.data)
 		}
 		b.data, b.name, b.big = b.data[:0], "", false

@@ -31,8 +31,11 @@ type commandTransport struct {
 // the rest is room for the envelope).
 const maxUpstreamLine = maxResultBytes + 64<<10
 
-// maxUpstreamDepth bounds JSON nesting in one message from a server.
-const maxUpstreamDepth = 256
+// maxUpstreamDepth bounds JSON nesting in one message from a server: encoding/json's own limit,
+// past which the SDK's reader would end the connection. Below it a message passes, and what is
+// too deep for us is judged where it matters, per tool (a schema: the tool is dropped) or per
+// result, so one bad tool never fails a whole tools/list (issue 18 item 7).
+const maxUpstreamDepth = 10000
 
 func (t *commandTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	stdout, err := t.cmd.StdoutPipe()

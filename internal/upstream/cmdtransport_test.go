@@ -8,24 +8,27 @@ import (
 )
 
 func TestUpstreamFilter(t *testing.T) {
-	big := `{"jsonrpc":"2.0","id":7,"result":{"x":"` + strings.Repeat("a", 1200) + `"}}`
-	deep := `{"jsonrpc":"2.0","id":"d","result":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`
+	big := `{"jsonrpc":"2.0","id":7,"result":{"x":"` + strings.Repeat("a", 31000) + `"}}`
+	deep := `{"jsonrpc":"2.0","id":"d","result":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`
+	deepOK := `{"jsonrpc":"2.0","id":"e","result":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`
 	in := strings.Join([]string{
 		`{"jsonrpc":"2.0","id":1,"result":{}}`,
 		"npm WARN something on stdout",
 		big,
 		deep,
+		deepOK,
 		`{"jsonrpc":"2.0","method":"notifications/x"}`,
-		`{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("b", 1200) + `"}}`, // too big, no id: dropped
+		`{"jsonrpc":"2.0","method":"x","params":{"s":"` + strings.Repeat("b", 31000) + `"}}`, // too big, no id: dropped
 	}, "\n")
-	f := &upstreamFilter{br: bufio.NewReaderSize(strings.NewReader(in), 16), max: 1000}
+	f := &upstreamFilter{br: bufio.NewReaderSize(strings.NewReader(in), 16), max: 30000}
 	out, err := io.ReadAll(f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"jsonrpc":"2.0","id":1,"result":{}}
-{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the server sent a message over the 1000-byte limit"}}
-{"jsonrpc":"2.0","id":"d","error":{"code":-32603,"message":"the server sent a message nested deeper than 256 levels"}}
+{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"the server sent a message over the 30000-byte limit"}}
+{"jsonrpc":"2.0","id":"d","error":{"code":-32603,"message":"the server sent a message nested deeper than 10000 levels"}}
+` + deepOK + `
 {"jsonrpc":"2.0","method":"notifications/x"}
 `
 	if string(out) != want {

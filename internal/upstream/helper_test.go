@@ -3,6 +3,7 @@
 package upstream
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -37,6 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "sleep":
 		time.Sleep(time.Hour)
+		os.Exit(0)
+	case "storm":
+		stormServer()
 		os.Exit(0)
 	case "manager":
 		helperManager()
@@ -66,8 +71,24 @@ func helperServer() {
 		return textResult(strings.Repeat("x", 17<<20)), nil // one line over the SDK's 16 MiB
 	})
 	s.AddTool(&mcp.Tool{Name: "deep", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"a":` + strings.Repeat("[", 300) + strings.Repeat("]", 300) + `}`)}, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{"a":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`)}, nil
 	})
+	if os.Getenv("MCPUP_BAD_TOOLS") != "" { // issue 18 item 7: definitions we refuse
+		deep := func(n int) json.RawMessage {
+			return json.RawMessage(`{"type":"object","properties":{"a":` + strings.Repeat(`{"items":`, n) + `{}` + strings.Repeat(`}`, n) + `}}`)
+		}
+		noop := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return textResult("bad"), nil
+		}
+		s.AddTool(&mcp.Tool{Name: "deep_input", InputSchema: deep(300)}, noop)
+		s.AddTool(&mcp.Tool{Name: "deep_output", InputSchema: obj, OutputSchema: deep(300)}, noop)
+		s.AddTool(&mcp.Tool{Name: "output_over_64", InputSchema: obj, OutputSchema: deep(100)}, noop)
+		s.AddTool(&mcp.Tool{Name: "anchored_output", InputSchema: obj,
+			OutputSchema: json.RawMessage(`{"type":"object","$defs":{"a":{"$anchor":"a"}},"properties":{"x":{"$ref":"#a"}}}`)}, noop)
+		s.AddTool(&mcp.Tool{Name: "invalid_output", InputSchema: obj,
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"x":{"minimum":"zero"}}}`)}, noop)
+		s.AddTool(&mcp.Tool{Name: "input_over_64", InputSchema: deep(100)}, noop) // kept: not checked, not hinted deep
+	}
 	s.AddTool(&mcp.Tool{Name: "pid", InputSchema: obj}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return textResult(strconv.Itoa(os.Getpid())), nil
 	})
@@ -91,6 +112,58 @@ func helperServer() {
 
 // helperManager runs a Manager with one helper server, prints the server's pid and waits to be
 // killed (TestServerDiesWithGateway).
+// stormServer is a hostile stdio MCP server written without the SDK: once initialized it sends
+// notifications/tools/list_changed as fast as it can write, and says on stderr how many
+// tools/list requests it answered (issue 18 item 7).
+func stormServer() {
+	var mu sync.Mutex
+	out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	send := func(b []byte) {
+		mu.Lock()
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+		mu.Unlock()
+	}
+	var lists atomic.Int64
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(sc.Bytes(), &req) != nil {
+			continue
+		}
+		var result string
+		switch req.Method {
+		case "initialize":
+			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"storm","version":"1"}}`, req.Params.ProtocolVersion)
+		case "tools/list":
+			n := lists.Add(1)
+			fmt.Fprintf(os.Stderr, "tools/list %d\n", n)
+			result = `{"tools":[{"name":"calm","inputSchema":{"type":"object"}}]}`
+		case "notifications/initialized":
+			go func() {
+				note := []byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+				for {
+					send(note)
+				}
+			}()
+			continue
+		default:
+			result = `{}`
+		}
+		if len(req.ID) > 0 {
+			send([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`))
+		}
+	}
+}
+
 func helperManager() {
 	exe, _ := os.Executable()
 	cfg := &config.Config{MCP: config.MCP{Servers: map[string]config.MCPServer{"helper": {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // Bounds on what an upstream server may hand us. Servers are untrusted: their metadata reaches
@@ -21,6 +23,20 @@ const (
 	maxBodyBytes      = 16 << 20 // one HTTP JSON response body: beyond it the connection fails
 	maxStderrLine     = 4 << 10  // one logged stderr line
 )
+
+// Notifications a server may send per second (and in a burst) before we stop reading from it
+// until the rate is back under the bound. A server can write list_changed or progress as fast
+// as it can: unbounded, decoding them alone took a core. Past the rate the server's own
+// messages wait in its pipe or socket (its results too: its own doing); other servers and the
+// gateway are not affected.
+const (
+	notificationRate  = 1000
+	notificationBurst = 1000
+)
+
+func newNotificationLimiter() *rate.Limiter {
+	return rate.NewLimiter(notificationRate, notificationBurst)
+}
 
 // validToolName reports whether name is 1–128 bytes of printable, non-space characters.
 func validToolName(name string) bool {

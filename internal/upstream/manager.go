@@ -86,9 +86,13 @@ type options struct {
 	backoffMin     time.Duration
 	backoffMax     time.Duration
 	terminateGrace time.Duration // how long a stdio server may take to exit after stdin closes
+	listInterval   time.Duration // between tools/list refetches (minListInterval)
 }
 
 func (o *options) fill() {
+	if o.listInterval <= 0 {
+		o.listInterval = minListInterval
+	}
 	if o.backoffMin <= 0 {
 		o.backoffMin = 200 * time.Millisecond
 	}

@@ -5,9 +5,10 @@ import (
 	"strings"
 )
 
-// Credentials in a server URL (userinfo, query values such as ?api_key=…) must not leak into
-// anything a cell, a client or a log can read: errors from the HTTP stack quote the URL. Every
-// error that leaves a server's supervisor or a call goes through scrub.
+// Credentials in a server URL (userinfo, query values such as ?api_key=…, a token in the path
+// such as /mcp/sk-live-…/ or /v1/<uuid>/sse, a fragment) must not leak into anything a cell, a
+// client or a log can read: errors from the HTTP stack quote the URL. Every error that leaves a
+// server's supervisor or a call goes through scrub.
 
 // redactor replaces a URL's credentials in text.
 type redactor struct {
@@ -36,6 +37,24 @@ func newRedactor(raw string) *redactor {
 		}
 		u.User = url.User(redacted)
 	}
+	if segs := strings.Split(u.EscapedPath(), "/"); len(segs) > 0 {
+		changed := false
+		for i, seg := range segs {
+			if v, err := url.PathUnescape(seg); err == nil && secretSegment(v) {
+				add(v)
+				add(seg)
+				segs[i], changed = redacted, true
+			}
+		}
+		if changed {
+			u.RawPath = strings.Join(segs, "/")
+			u.Path, _ = url.PathUnescape(u.RawPath)
+		}
+	}
+	if u.Fragment != "" {
+		add(u.Fragment)
+		u.Fragment, u.RawFragment = redacted, ""
+	}
 	q := u.Query()
 	for k, vs := range q {
 		for i, v := range vs {
@@ -54,6 +73,35 @@ func newRedactor(raw string) *redactor {
 		}
 	}
 	return r
+}
+
+// credentialPrefixes start well-known API keys and tokens.
+var credentialPrefixes = []string{"sk-", "sk_", "pk_", "rk_", "ghp_", "gho_", "ghs_", "ghu_", "github_pat_",
+	"glpat-", "xoxa-", "xoxb-", "xoxp-", "xoxr-", "AKIA", "AIza", "ya29.", "eyJ", "key-", "token-"}
+
+// secretSegment reports whether a path segment looks like a credential rather than a route:
+// a known key prefix, or a long token that mixes letters and digits (uuids included). Routes
+// (mcp, sse, v1, api, a tenant's name) stay readable, and are not redacted where they appear
+// elsewhere in a message.
+func secretSegment(seg string) bool {
+	if len(seg) < 12 {
+		return false
+	}
+	for _, p := range credentialPrefixes {
+		if strings.HasPrefix(seg, p) {
+			return true
+		}
+	}
+	letters, digits := 0, 0
+	for _, c := range seg {
+		switch {
+		case '0' <= c && c <= '9':
+			digits++
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
+			letters++
+		}
+	}
+	return len(seg) >= 32 || len(seg) >= 16 && letters > 0 && digits > 0
 }
 
 // String redacts s.

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -199,10 +200,25 @@ func (s *server) run() {
 	s.log.Info("MCP server stopped")
 }
 
+// minListInterval spaces a server's tools/list refetches. A server may send
+// notifications/tools/list_changed as fast as it can write: one storm caused 14,370 refetches
+// and 1.3 cores of load in 29 s. Notifications that arrive within the interval are coalesced
+// into one refetch at its end, so a storm costs at most one list per interval.
+const minListInterval = time.Second
+
 // serve waits until the session ends, refreshing tools when the server says they changed.
 // It returns why the session ended (nil when the manager stopped).
 func (s *server) serve(ctx context.Context, sess *session) error {
+	var last time.Time
+	var later *time.Timer // a refetch deferred to the end of the interval
+	var laterC <-chan time.Time
+	defer func() {
+		if later != nil {
+			later.Stop()
+		}
+	}()
 	for {
+		refetch := false
 		select {
 		case <-ctx.Done():
 			return nil
@@ -216,23 +232,59 @@ func (s *server) serve(ctx context.Context, sess *session) error {
 				return fmt.Errorf("connection lost: %w", k.err)
 			}
 		case <-s.refresh:
-			rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
-			tools, err := s.listTools(rctx, sess)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				if isConnError(err) {
-					return fmt.Errorf("refreshing tools: %w", err)
-				}
-				s.log.Warn("MCP server tools/list failed; keeping the previous tools", "err", s.red.scrub(err))
-				continue
+			switch wait := s.m.opts.listInterval - time.Since(last); {
+			case laterC != nil: // already due at the end of the interval
+			case wait > 0:
+				later = time.NewTimer(wait)
+				laterC = later.C
+			default:
+				refetch = true
 			}
-			s.setState(StateReady, nil, tools, sess)
-			s.log.Info("MCP server tools changed", "tools", len(tools))
+		case <-laterC:
+			later, laterC, refetch = nil, nil, true
+		}
+		if !refetch {
+			continue
+		}
+		last = time.Now()
+		rctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout())
+		tools, err := s.listTools(rctx, sess)
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if isConnError(err) {
+				return fmt.Errorf("refreshing tools: %w", err)
+			}
+			s.log.Warn("MCP server tools/list failed; keeping the previous tools", "err", s.red.scrub(err))
+			continue
+		}
+		s.mu.Lock()
+		same := sameDefinitions(s.tools, tools)
+		s.mu.Unlock()
+		if same {
+			continue // nothing changed: the catalogs built on these tools stay valid
+		}
+		s.setState(StateReady, nil, tools, sess)
+		s.log.Info("MCP server tools changed", "tools", len(tools))
+	}
+}
+
+// sameDefinitions reports whether two listings define the same tools, in the same order.
+func sameDefinitions(a, b []*api.Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Name != y.Name || x.Label != y.Label || x.Description != y.Description ||
+			!bytes.Equal(x.InputSchema, y.InputSchema) || !bytes.Equal(x.OutputSchema, y.OutputSchema) ||
+			!bytes.Equal(x.Annotations, y.Annotations) || !bytes.Equal(x.Wire, y.Wire) {
+			return false
 		}
 	}
+	return true
 }
 
 // connect makes one connection attempt and lists the tools, within the server's timeout.
@@ -336,7 +388,7 @@ func (s *server) transport(ctx context.Context) (*tapTransport, *process, error)
 	ht := &mcp.StreamableClientTransport{
 		Endpoint: s.cfg.URL,
 		HTTPClient: &http.Client{Transport: &httpTap{base: s.http, origin: u, headers: headers,
-			notify: s.tapNotify, request: s.tapRequest}},
+			lim: newNotificationLimiter(), notify: s.tapNotify, request: s.tapRequest}},
 		MaxEventSize: maxLineKeep,
 	}
 	return &tapTransport{inner: ht}, nil, nil

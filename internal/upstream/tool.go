@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/contract"
@@ -102,7 +101,13 @@ pages:
 			if !ok {
 				rt = s.rawSchemas[t.Name] // this page came from the SDK's cache
 			}
-			out = append(out, s.makeTool(t, rt))
+			at, why := s.makeTool(t, rt)
+			if why != "" {
+				// One bad definition costs its own tool, never the server's others (issue 18 item 7).
+				s.log.Warn("MCP server tool skipped: "+why, "name", t.Name)
+				continue
+			}
+			out = append(out, at)
 		}
 		if res.NextCursor == "" || seen[res.NextCursor] {
 			break
@@ -130,8 +135,15 @@ pages:
 	return out, nil
 }
 
+// maxToolSchemaDepth bounds the nesting of a tool's schemas: a deeper one is not a definition
+// anyone meant, and the tool is skipped. Hints and input checks stop at 64 levels on their own
+// (they degrade, the tool stays).
+const maxToolSchemaDepth = 256
+
 // makeTool converts one listed tool. raw holds the server's own schema bytes when we saw them.
-func (s *server) makeTool(t *mcp.Tool, raw rawTool) *api.Tool {
+// It says why instead when the definition is refused: a schema nested deeper than
+// maxToolSchemaDepth, or an output schema whose contract cannot be checked (contract.Compile).
+func (s *server) makeTool(t *mcp.Tool, raw rawTool) (*api.Tool, string) {
 	label := t.Title
 	if label == "" && t.Annotations != nil {
 		label = t.Annotations.Title
@@ -150,15 +162,32 @@ func (s *server) makeTool(t *mcp.Tool, raw rawTool) *api.Tool {
 	}
 	at.InputSchema = s.schema(t.Name, "inputSchema", raw.Input, t.InputSchema)
 	at.OutputSchema = s.schema(t.Name, "outputSchema", raw.Output, t.OutputSchema)
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"inputSchema", at.InputSchema}, {"outputSchema", at.OutputSchema}} {
+		if depth(f.raw) > maxToolSchemaDepth {
+			return nil, fmt.Sprintf("its %s is nested deeper than %d levels", f.name, maxToolSchemaDepth)
+		}
+	}
+	ct := &callTool{s: s, name: t.Name, outputSchema: at.OutputSchema}
+	if len(at.OutputSchema) > 0 {
+		// Compiled now, not on the first structured result: a contract we cannot check is a
+		// definition we refuse, said once here rather than by every call failing.
+		c, err := contract.Compile("mcp:"+s.name+":"+t.Name, at.OutputSchema)
+		if err != nil {
+			return nil, err.Error()
+		}
+		ct.contract = c
+	}
 	if a := bytes.TrimSpace(raw.Annotations); len(a) > 0 && a[0] == '{' && len(a) <= 64<<10 {
 		at.Annotations = a
 	} else if raw.Wire == nil && t.Annotations != nil {
 		at.Annotations, _ = json.Marshal(t.Annotations)
 	}
 	at.Wire = raw.Wire
-	ct := &callTool{s: s, name: t.Name, outputSchema: at.OutputSchema}
 	at.Execute = ct.execute
-	return at
+	return at, ""
 }
 
 // schema picks the raw bytes, or re-encodes the SDK's value (key order lost) when there are none.
@@ -185,10 +214,7 @@ type callTool struct {
 	s            *server
 	name         string
 	outputSchema json.RawMessage
-
-	once     sync.Once
-	contract *contract.Schema
-	badErr   error
+	contract     *contract.Schema // compiled when listed; nil without an outputSchema
 }
 
 func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, error) {
@@ -285,15 +311,10 @@ func (c *callTool) result(raw json.RawMessage) (*api.Result, error) {
 	return out, nil
 }
 
-// validate checks structuredContent against the tool's outputSchema. The schema is compiled on
-// first use; one that does not compile makes every structured result of the tool an error
-// (fail closed, as for native tools).
+// validate checks structuredContent against the tool's outputSchema (compiled when listed).
 func (c *callTool) validate(sc json.RawMessage) error {
-	c.once.Do(func() {
-		c.contract, c.badErr = contract.Compile("mcp:"+c.s.name+":"+c.name, c.outputSchema)
-	})
-	if c.badErr != nil {
-		return c.badErr
+	if c.contract == nil {
+		return nil
 	}
 	err := c.contract.Check(sc)
 	var m *contract.Mismatch

@@ -43,6 +43,8 @@ type layout struct {
 	// scope is the workspace relative to the worktree root, slash-separated ("" when the
 	// workspace is the worktree root). Results are confined to it.
 	scope string
+	// packs remembers which pack files passed the delta-chain check (packcheck.go).
+	packs packChecks
 }
 
 // plugin is the state the tools share.
@@ -181,6 +183,12 @@ func (l *layout) open() (*repo, error) {
 	var dot billy.Filesystem = osfs.New(l.gitDir)
 	if l.common != "" {
 		dot = dotgit.NewRepositoryFilesystem(dot, osfs.New(l.common))
+	}
+	// A hostile repository must not make go-git recurse without end (packcheck.go): no
+	// alternates, and every pack's delta chains checked before go-git reads them.
+	dot = noAlternates{dot}
+	if err := l.packs.check(dot); err != nil {
+		return nil, fmt.Errorf("git: cannot read the repository at %s: %v", l.worktree, strings.TrimPrefix(err.Error(), "git: "))
 	}
 	// KeepDescriptors: pack files stay open for the call instead of being reopened for every
 	// object (a 100-commit log took 5× longer); close releases them.
