@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/codemode-go/codemode/api"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 // Approval modes of `codemode agent --approve`.
@@ -86,9 +87,9 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 	if ctx.Err() != nil {
 		return api.Decision{}, ctx.Err()
 	}
-	input := clip(string(req.Input), 300)
-	tool := clip(req.Tool, 200)
-	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", tool, input, clip(req.Prompt, 1000), tool)
+	input := textcut.Line(string(req.Input), 300)
+	tool := textcut.Line(req.Tool, 200)
+	fmt.Fprintf(t.out, "\n? approval needed: %s %s\n  %s\n  approve? [y]es / [n]o / [a]lways for %s in this run: ", tool, input, textcut.Line(req.Prompt, 1000), tool)
 	t.read()
 	var line string
 	var open bool
@@ -103,7 +104,7 @@ func (t *Terminal) Ask(ctx context.Context, req api.ApprovalRequest) (api.Decisi
 		return api.Decision{By: "terminal", Reason: "no answer (input closed)"}, nil
 	}
 	if t.Echo {
-		fmt.Fprintln(t.out, clip(line, 80))
+		fmt.Fprintln(t.out, textcut.Line(line, 80))
 	}
 	switch strings.ToLower(strings.TrimSpace(line)) {
 	case "y", "yes":

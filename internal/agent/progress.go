@@ -3,15 +3,13 @@ package agent
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/provider"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 // Printer shows a run's progress to a person: each model turn, each exec, wait and direct call,
@@ -47,7 +45,7 @@ func (p *Printer) Turn(n int, resp *provider.Response, d time.Duration) {
 
 // CallStart reports a control or direct call the model made.
 func (p *Printer) CallStart(call provider.ToolCall) {
-	p.printf("  %s %s …\n", clip(call.Name, 100), clip(call.ID, 100))
+	p.printf("  %s %s …\n", textcut.Line(call.Name, 100), textcut.Line(call.ID, 100))
 }
 
 // CallEnd reports how it ended.
@@ -60,14 +58,14 @@ func (p *Printer) CallEnd(call provider.ToolCall, res codemode.CallResult, d tim
 			status += " (" + res.Exec.Reason + ", " + res.Exec.RunID + ")"
 		}
 		if res.Exec.Status == api.StatusFailed {
-			status += ": " + clip(res.Exec.Error, 200)
+			status += ": " + textcut.Line(res.Exec.Error, 200)
 		}
 	case res.Err != nil:
-		status = "error: " + clip(res.Err.Error(), 200)
+		status = "error: " + textcut.Line(res.Err.Error(), 200)
 	case res.Tool != nil && res.Tool.IsError:
 		status = "error"
 	}
-	p.printf("  %s %s → %s (%s)\n", clip(call.Name, 100), clip(call.ID, 100), status, ms(d))
+	p.printf("  %s %s → %s (%s)\n", textcut.Line(call.Name, 100), textcut.Line(call.ID, 100), status, ms(d))
 }
 
 // Record shows nested calls, updates and approvals as the runtime records them.
@@ -78,42 +76,42 @@ func (p *Printer) Record(ev api.TrajectoryEvent) {
 		if ev.Status != "ok" {
 			mark = "✗"
 		}
-		line := fmt.Sprintf("    %s %s (%dms)", mark, clip(ev.Tool, 200), ev.DurationMs)
+		line := fmt.Sprintf("    %s %s (%dms)", mark, textcut.Line(ev.Tool, 200), ev.DurationMs)
 		if ev.Error != "" {
-			line += ": " + clip(ev.Error, 200)
+			line += ": " + textcut.Line(ev.Error, 200)
 		}
 		p.printf("%s\n", line)
 	case api.EventUpdate:
 		switch {
 		case ev.Update == nil:
 		case ev.Update.Type == "text":
-			p.printf("    … %s: %s\n", clip(ev.Tool, 200), clip(ev.Update.Text, 200))
+			p.printf("    … %s: %s\n", textcut.Line(ev.Tool, 200), textcut.Line(ev.Update.Text, 200))
 		default:
-			p.printf("    … %s: [%s]\n", clip(ev.Tool, 200), clip(ev.Update.Type, 20))
+			p.printf("    … %s: [%s]\n", textcut.Line(ev.Tool, 200), textcut.Line(ev.Update.Type, 20))
 		}
 	case api.EventAgent:
 		mark := "✓"
 		if ev.Status != "completed" {
 			mark = "✗"
 		}
-		line := fmt.Sprintf("    %s %s %s (%dms)", mark, clip(ev.Tool, 200), clip(ev.Status, 40), ev.DurationMs)
+		line := fmt.Sprintf("    %s %s %s (%dms)", mark, textcut.Line(ev.Tool, 200), textcut.Line(ev.Status, 40), ev.DurationMs)
 		if ev.Error != "" {
-			line += ": " + clip(ev.Error, 200)
+			line += ": " + textcut.Line(ev.Error, 200)
 		}
 		p.printf("%s\n", line)
 	case api.EventControl, api.EventDirect:
 		// The top-level loop reports its own calls (CallEnd); these are a child agent's.
 		if ev.ParentCallID != "" {
-			p.printf("      %s %s (%dms) [child of %s]\n", clip(ev.Tool, 100), clip(ev.Status, 40), ev.DurationMs, clip(ev.ParentCallID, 100))
+			p.printf("      %s %s (%dms) [child of %s]\n", textcut.Line(ev.Tool, 100), textcut.Line(ev.Status, 40), ev.DurationMs, textcut.Line(ev.ParentCallID, 100))
 		}
 	case api.EventApprovalRequest:
-		p.printf("    ? %s waits for approval\n", clip(ev.Tool, 200))
+		p.printf("    ? %s waits for approval\n", textcut.Line(ev.Tool, 200))
 	case api.EventApprovalDecision:
 		who := ""
 		if ev.Approval != nil && ev.Approval.By != "" {
-			who = " by " + clip(ev.Approval.By, 100)
+			who = " by " + textcut.Line(ev.Approval.By, 100)
 		}
-		p.printf("    %s %s%s\n", ev.Status, clip(ev.Tool, 200), who)
+		p.printf("    %s %s%s\n", ev.Status, textcut.Line(ev.Tool, 200), who)
 	}
 }
 
@@ -132,28 +130,4 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
-}
-
-// clip makes text from tools, servers and cells fit for one terminal line: whitespace collapsed,
-// control and format characters dropped (an escape sequence in a tool's error or progress must
-// not repaint the person's terminal, nor a bidi override disguise a tool name), at most n bytes
-// on a rune boundary.
-func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		switch {
-		case r == '\t' || r == '\n' || r == '\r':
-			return ' '
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
-			return -1
-		}
-		return r
-	}, s)), " ")
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -7,11 +7,10 @@ import (
 	"path"
 	"sort"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/internal/contract"
+	"github.com/codemode-go/codemode/internal/textcut"
 )
 
 // options are the agents.run options this runtime understands.
@@ -64,7 +63,7 @@ func ParseRequest(payload []byte, lim Limits) (Request, error) {
 			if len(s) > limit {
 				return bad("options.%s is %d bytes (limit %d)", k, len(s), limit)
 			}
-			s = cleanText(s, limit)
+			s = textcut.Line(s, limit)
 			if s == "" {
 				return bad("options.%s must not be empty", k)
 			}
@@ -106,32 +105,4 @@ func modelAllowed(model string, globs []string) bool {
 		}
 	}
 	return false
-}
-
-// cleanText makes guest text fit for a progress line and a trajectory: control and format
-// characters dropped (no escape sequence reaches a terminal), whitespace collapsed, at most n
-// bytes on a rune boundary.
-func cleanText(s string, n int) string {
-	s = strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t' || r == '\r':
-			return ' '
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
-			return -1
-		}
-		return r
-	}, s)), " ")
-	return clip(s, n)
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/codemode-go/codemode/api"
 	"github.com/codemode-go/codemode/config"
 	"github.com/codemode-go/codemode/internal/contract"
+	"github.com/codemode-go/codemode/internal/textcut"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -427,9 +428,9 @@ func done(out Outcome) string {
 	b.WriteString(out.Status)
 	switch {
 	case out.Error != "":
-		b.WriteString(": " + clip(out.Error, 300))
+		b.WriteString(": " + textcut.Ellipsis(out.Error, 300))
 	case out.SchemaError != "":
-		b.WriteString(": " + clip(out.SchemaError, 300))
+		b.WriteString(": " + textcut.Ellipsis(out.SchemaError, 300))
 	}
 	return b.String()
 }
@@ -501,14 +502,14 @@ func result(runID, label string, out Outcome) ([]byte, error) {
 		det["label"] = label
 	}
 	if out.Text != "" {
-		det["text"] = clip(out.Text, 8000)
+		det["text"] = textcut.Ellipsis(out.Text, 8000)
 	}
 	if out.SchemaError != "" {
 		det["schemaError"] = out.SchemaError
 	}
 	b, _ := json.Marshal(det)
 	return nil, &api.ToolError{Name: "SwarmAgentError", Code: out.Status, Details: b,
-		Message: fmt.Sprintf("agent %s %s: %s", runID, out.Status, clip(detail, 2000))}
+		Message: fmt.Sprintf("agent %s %s: %s", runID, out.Status, textcut.Ellipsis(detail, 2000))}
 }
 
 // Label names an agents.run call in pendingToolCalls.
@@ -519,7 +520,7 @@ func Label(payload []byte) string {
 		} `json:"options"`
 	}
 	_ = json.Unmarshal(payload, &p)
-	if l := cleanText(p.Options.Label, MaxLabelBytes); l != "" {
+	if l := textcut.Line(p.Options.Label, MaxLabelBytes); l != "" {
 		return OpRun + "(" + l + ")"
 	}
 	return OpRun
@@ -539,7 +540,7 @@ func (g *Group) Note(payload []byte) error {
 }
 
 func (g *Group) note(kind, text string) {
-	text = cleanText(text, MaxNoteBytes)
+	text = textcut.Line(text, MaxNoteBytes)
 	if text == "" {
 		return
 	}

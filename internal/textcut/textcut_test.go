@@ -58,3 +58,34 @@ func FuzzPrefix(f *testing.F) {
 		}
 	})
 }
+
+// Line is what a terminal, a progress line and an audit record get from hostile text: nothing
+// that moves the cursor or reorders what a person reads, one line, bounded.
+func TestLine(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"two\nlines\tand  spaces ", 40, "two lines and spaces"},
+		{"\x1b[2Jclear", 40, "[2Jclear"},         // the escape byte goes, the rest is inert text
+		{"evil\u202etxt.exe", 40, "eviltxt.exe"}, // a bidi override
+		{"zero\u200bwidth", 40, "zerowidth"},     // a format character
+		{"bad\xffbyte", 40, "badbyte"},           // invalid UTF-8
+		{"abcdef", 3, "abc…"},                    // cut, and the cut marked
+		{"aé€", 4, "aé…"},                        // never inside a rune
+		{"  \n\t ", 10, ""},
+	}
+	for _, tc := range tests {
+		if got := Line(tc.s, tc.n); got != tc.want {
+			t.Errorf("Line(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
+		}
+	}
+	if got := Ellipsis("a\nb", 10); got != "a\nb" {
+		t.Errorf("Ellipsis changes what fits: %q", got)
+	}
+	if got := Ellipsis("a€b", 2); got != "a…" {
+		t.Errorf("Ellipsis(a€b, 2) = %q", got)
+	}
+}
