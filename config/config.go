@@ -341,6 +341,7 @@ func defaults() *Config {
 		Serve: Serve{HTTP: ServeHTTP{
 			SessionIdleTimeoutSeconds: defaultSessionIdleTimeoutSeconds,
 			MaxSessions:               defaultMaxSessions,
+			MaxSessionsPerClient:      defaultMaxSessionsPerClient,
 			ReadHeaderTimeoutSeconds:  defaultReadHeaderTimeoutSeconds,
 			ReadBodyTimeoutSeconds:    defaultReadBodyTimeoutSeconds,
 			IdleTimeoutSeconds:        defaultIdleTimeoutSeconds,

@@ -62,9 +62,16 @@ type ServeHTTP struct {
 	// SessionIdleTimeoutSeconds closes an MCP session (and drops its suspended runs) after this
 	// long without a request: 10–604800, default 1800.
 	SessionIdleTimeoutSeconds int
-	// MaxSessions bounds the MCP sessions open at once; initializing one more gets HTTP 503:
-	// 1–100000, default 1024.
+	// MaxSessions bounds the MCP sessions open at once: 1–100000, default 1024. When they are all
+	// open, a new one takes the place of the least recently used idle session of the client
+	// holding the most (so one client that abandons sessions locks nobody out); when none is
+	// idle, initialize gets HTTP 503.
 	MaxSessions int
+	// MaxSessionsPerClient is one client's share of MaxSessions (a client is its principal, or
+	// its IP address when unauthenticated): 0–100000, default 256, at most MaxSessions. A client
+	// at its share that opens another session closes its own least recently used idle one; 0
+	// means no share beyond MaxSessions.
+	MaxSessionsPerClient int
 
 	// Connections are a bounded resource (issue 18): every limit below applies before a request
 	// is authenticated, so a client without a token costs at most one short-lived connection.
@@ -185,6 +192,7 @@ func (s Suspended) Resolve(memoryBudget int64) Suspended {
 const (
 	defaultSessionIdleTimeoutSeconds = 1800
 	defaultMaxSessions               = 1024
+	defaultMaxSessionsPerClient      = 256
 	defaultMaxRunsPerSession         = 16
 	defaultSuspendedMaxBytesSession  = 256 << 20
 	defaultReadHeaderTimeoutSeconds  = 10
@@ -216,7 +224,7 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 		return
 	}
 	hp := p.key("http")
-	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions",
+	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions", "maxSessionsPerClient",
 		"readHeaderTimeoutSeconds", "readBodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
 		"maxConnectionsPerClient", "requestStateKey")
 	if !ok {
@@ -246,6 +254,7 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	}
 	setInt(d, hp, h, "sessionIdleTimeoutSeconds", 10, 604800, &s.HTTP.SessionIdleTimeoutSeconds)
 	setInt(d, hp, h, "maxSessions", 1, 100000, &s.HTTP.MaxSessions)
+	setInt(d, hp, h, "maxSessionsPerClient", 0, 100000, &s.HTTP.MaxSessionsPerClient)
 	setInt(d, hp, h, "readHeaderTimeoutSeconds", 1, 300, &s.HTTP.ReadHeaderTimeoutSeconds)
 	setInt(d, hp, h, "readBodyTimeoutSeconds", 1, 3600, &s.HTTP.ReadBodyTimeoutSeconds)
 	setInt(d, hp, h, "idleTimeoutSeconds", 1, 3600, &s.HTTP.IdleTimeoutSeconds)

@@ -14,15 +14,15 @@ func TestServeHTTP(t *testing.T) {
 		src  string
 		want ServeHTTP
 	}{
-		{"defaults", `{}`, ServeHTTP{SessionIdleTimeoutSeconds: 1800, MaxSessions: 1024, ReadHeaderTimeoutSeconds: 10,
+		{"defaults", `{}`, ServeHTTP{SessionIdleTimeoutSeconds: 1800, MaxSessions: 1024, MaxSessionsPerClient: 256, ReadHeaderTimeoutSeconds: 10,
 			ReadBodyTimeoutSeconds: 30, IdleTimeoutSeconds: 120, MaxConnections: 4096, MaxConnectionsPerClient: 256}},
 		{"everything", `{serve: {http: {token: "0123456789abcdef", allowedOrigins: ["HTTPS://App.Example:443", "http://x.example:8080"],
 			allowedHosts: ["MCP.example", "mcp.example:8443"], sessionIdleTimeoutSeconds: 60, maxSessions: 5,
-			readHeaderTimeoutSeconds: 2, readBodyTimeoutSeconds: 3, idleTimeoutSeconds: 4, maxConnections: 5,
+			maxSessionsPerClient: 2, readHeaderTimeoutSeconds: 2, readBodyTimeoutSeconds: 3, idleTimeoutSeconds: 4, maxConnections: 5,
 			maxConnectionsPerClient: 0, requestStateKey: {env: "STATE_KEY"}}}}`,
 			ServeHTTP{Token: "0123456789abcdef", AllowedOrigins: []string{"https://app.example", "http://x.example:8080"},
 				AllowedHosts: []string{"mcp.example", "mcp.example:8443"}, SessionIdleTimeoutSeconds: 60, MaxSessions: 5,
-				ReadHeaderTimeoutSeconds: 2, ReadBodyTimeoutSeconds: 3, IdleTimeoutSeconds: 4, MaxConnections: 5,
+				MaxSessionsPerClient: 2, ReadHeaderTimeoutSeconds: 2, ReadBodyTimeoutSeconds: 3, IdleTimeoutSeconds: 4, MaxConnections: 5,
 				MaxConnectionsPerClient: 0, RequestStateKey: Secret{Env: "STATE_KEY"}}},
 	}
 	for _, c := range cases {

@@ -199,7 +199,8 @@ func httpOptions(addr string, serve config.Serve) (server.HTTPOptions, string, e
 	}
 	return server.HTTPOptions{
 		Token: token, Principals: principals, AllowedOrigins: hc.AllowedOrigins, AllowedHosts: hc.AllowedHosts, Loopback: loopback,
-		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions, ReadBodyTimeout: hc.ReadBodyTimeout(),
+		SessionIdleTimeout: hc.SessionIdleTimeout(), MaxSessions: hc.MaxSessions, MaxSessionsPerClient: hc.MaxSessionsPerClient,
+		ReadBodyTimeout: hc.ReadBodyTimeout(),
 	}, addr, nil
 }
 

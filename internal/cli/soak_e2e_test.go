@@ -86,7 +86,10 @@ func TestSoak(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "codemode.json5")
 	// One-second cells so that 10,000 of them fit in minutes (endless loops end at the deadline).
-	if err := os.WriteFile(cfg, []byte(`{workspace: "`+dir+`", tools: {codeMode: {enabled: true, timeoutMs: 1000}}}`), 0o600); err != nil {
+	// The clients are sessionless (go-sdk's default protocol), so their suspended runs belong to
+	// the principal anonymous and end by their TTL, not with a session: 20 s here, so that the
+	// last sample shows what they held given back.
+	if err := os.WriteFile(cfg, []byte(`{workspace: "`+dir+`", tools: {codeMode: {enabled: true, timeoutMs: 1000, snapshotTtlSeconds: 20}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := startServe(t, nil, "--http", "127.0.0.1:0", "--config", cfg)
@@ -126,6 +129,7 @@ func TestSoak(t *testing.T) {
 			x := sample()
 			pmu.Lock()
 			peak.rss, peak.goroutines, peak.fds = max(peak.rss, x.rss), max(peak.goroutines, x.goroutines), max(peak.fds, x.fds)
+			peak.heap, peak.suspended = max(peak.heap, x.heap), max(peak.suspended, x.suspended)
 			pmu.Unlock()
 		}
 	}()
@@ -182,5 +186,8 @@ func TestSoak(t *testing.T) {
 	}
 	if after.goroutines > before.goroutines+5 || after.fds > before.fds+5 {
 		t.Fatalf("goroutines or descriptors grew: before %v, after %v", before, after)
+	}
+	if later.suspended != 0 {
+		t.Fatalf("suspended runs outlived their TTL: %v", later)
 	}
 }

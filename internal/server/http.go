@@ -43,6 +43,9 @@ type HTTPOptions struct {
 	SessionIdleTimeout time.Duration
 	// MaxSessions bounds the sessions open at once (0: unbounded).
 	MaxSessions int
+	// MaxSessionsPerClient is one client's share of MaxSessions (0: none beyond MaxSessions);
+	// see sessions.makeRoom.
+	MaxSessionsPerClient int
 	// MaxBodyBytes bounds one request body (0: 4 MiB).
 	MaxBodyBytes int64
 	// ReadBodyTimeout bounds how long a request's body may take to arrive (0: 30 s).
@@ -119,6 +122,7 @@ type mcpEndpoint struct {
 
 func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, _ := identityFrom(r.Context())
+	id.client = clientOf(id, r)
 	r.Header.Del(postHeader)
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid != "" {
@@ -126,6 +130,8 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(w, r, http.StatusForbidden, "the MCP session belongs to another principal")
 			return
 		}
+		// In use while the request lasts (an open event stream included): never made room for.
+		defer e.s.sess.use("mcp:" + sid)()
 	}
 	if r.Method == http.MethodDelete && sid != "" {
 		e.s.endSessionByKey("mcp:" + sid) // cancel its calls before the SDK waits for them
@@ -164,12 +170,12 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case check.unknown:
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
 		return
-	case check.method == "initialize" && sid == "" && !less &&
-		e.opts.MaxSessions > 0 && e.s.sess.countHTTP() >= e.opts.MaxSessions:
-		w.Header().Set("Retry-After", "5")
-		writeRPCError(w, http.StatusServiceUnavailable, check.id, -32005,
-			"too many MCP sessions are open (serve.http.maxSessions = "+itoa(int64(e.opts.MaxSessions))+"); retry later")
-		return
+	case check.method == "initialize" && sid == "" && !less:
+		if refusal := e.s.makeRoom(id.client, e.opts.MaxSessions, e.opts.MaxSessionsPerClient); refusal != "" {
+			w.Header().Set("Retry-After", "5")
+			writeRPCError(w, http.StatusServiceUnavailable, check.id, -32005, refusal)
+			return
+		}
 	}
 	scope := "p:" + id.principal
 	if sid != "" {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -60,6 +62,22 @@ type identity struct {
 	// "oauth:<claim>" for an OAuth user, or "" when nobody authenticated.
 	principal string
 	prof      *profile
+	// client is who a session counts against (serve.http.maxSessionsPerClient): the principal,
+	// or "addr:<ip>" for an unauthenticated HTTP request ("" over stdio).
+	client string
+}
+
+// clientOf is the client an HTTP request counts as: its principal, or its address when it
+// carries no credential.
+func clientOf(id identity, r *http.Request) string {
+	if id.authenticated() {
+		return "principal:" + id.principal
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
 }
 
 // authenticated reports whether the request carried a credential the listener accepted.

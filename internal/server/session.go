@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -23,8 +24,14 @@ type session struct {
 	// principal is who opened the session ("" nobody): a request of another principal on the
 	// same session id is refused (mcpEndpoint), so a session id is no bearer credential.
 	principal string
-	ctx       context.Context // cancelled when the session ends
-	cancel    context.CancelFunc
+	// client is who the session counts against for serve.http.maxSessionsPerClient.
+	client string
+	ctx    context.Context // cancelled when the session ends
+	cancel context.CancelFunc
+	// inUse counts the session's HTTP requests in progress and lastUsed is when one last began
+	// or ended (both under sessions.mu): makeRoom closes only a session nobody is using.
+	inUse    int
+	lastUsed time.Time
 }
 
 type sessions struct {
@@ -47,18 +54,84 @@ func (ss *sessions) count() int {
 	return len(ss.byPtr)
 }
 
-// countHTTP is the number of live, initialized, addressable (Mcp-Session-Id) sessions: requests
-// without a session make short-lived sessions that do not count against serve.http.maxSessions.
-func (ss *sessions) countHTTP() int {
+// use marks the session with this key in use until the returned function is called (a no-op
+// for a session not registered).
+func (ss *sessions) use(key string) func() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	n := 0
-	for ms := range ss.byPtr {
+	st := ss.byPtr[ss.byKey[key]]
+	if st == nil {
+		return func() {}
+	}
+	st.inUse++
+	st.lastUsed = time.Now()
+	return func() {
+		ss.mu.Lock()
+		st.inUse--
+		st.lastUsed = time.Now()
+		ss.mu.Unlock()
+	}
+}
+
+// makeRoom decides whether client may open one more HTTP session, closing another to make room
+// when the bounds are reached, and returns why not ("" when it may). Sessions are a shared
+// resource that clients abandon (a client that opens one per call, or dies without DELETE), so
+// a full table is not a reason to lock a newcomer out for the idle timeout: a client at its own
+// share (perClient, 0 for none) gives up its least recently used idle session; when all maxSessions
+// are open, the client holding the most gives up one — only if it holds more than the newcomer
+// would, so sessions tend to an equal share. A session in use is never closed.
+func (s *Server) makeRoom(client string, maxSessions, perClient int) string {
+	if maxSessions <= 0 {
+		return ""
+	}
+	if perClient <= 0 || perClient > maxSessions {
+		perClient = maxSessions
+	}
+	ss := s.sess
+	ss.mu.Lock()
+	held := map[string]int{}
+	total := 0
+	for ms, st := range ss.byPtr {
 		if ms.ID() != "" && ms.InitializeParams() != nil {
-			n++
+			held[st.client]++
+			total++
 		}
 	}
-	return n
+	var from, refusal string
+	switch {
+	case held[client] >= perClient:
+		from = client
+		refusal = "this client has serve.http.maxSessionsPerClient = " + itoa(int64(perClient)) + " MCP sessions open, all in use; close one (DELETE) or retry later"
+	case total >= maxSessions:
+		for c, n := range held {
+			if n > held[client]+1 && (from == "" || n > held[from] || n == held[from] && c < from) {
+				from = c
+			}
+		}
+		refusal = "too many MCP sessions are open (serve.http.maxSessions = " + itoa(int64(maxSessions)) + ") and none can be closed for this one; retry later"
+	default:
+		ss.mu.Unlock()
+		return ""
+	}
+	var victim *mcp.ServerSession
+	var vst *session
+	for ms, st := range ss.byPtr {
+		if from == "" || st.client != from || st.inUse > 0 || ms.ID() == "" || ms.InitializeParams() == nil {
+			continue
+		}
+		if vst == nil || st.lastUsed.Before(vst.lastUsed) {
+			victim, vst = ms, st
+		}
+	}
+	ss.mu.Unlock()
+	if vst == nil {
+		return refusal
+	}
+	s.log.Info("MCP session closed to make room for a new one", "session", vst.key, "principal", vst.principal,
+		"idleFor", time.Since(vst.lastUsed).Round(time.Second).String(), "forSameClient", from == client)
+	s.endSession(victim, vst)
+	go func() { _ = victim.Close() }() // the SDK forgets it; nothing of it is in flight
+	return ""
 }
 
 // session returns the session's state, registering it (and starting its watcher) on first sight
@@ -79,7 +152,7 @@ func (s *Server) session(ms *mcp.ServerSession, id identity) *session {
 		ss.next++
 		key = fmt.Sprintf("mcp:session-%d", ss.next)
 	}
-	st := &session{key: key, principal: id.principal}
+	st := &session{key: key, principal: id.principal, client: id.client, lastUsed: time.Now()}
 	st.ctx, st.cancel = context.WithCancel(context.Background())
 	ss.byPtr[ms] = st
 	ss.byKey[key] = ms
