@@ -1,6 +1,7 @@
 package config
 
 import (
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,6 +97,17 @@ type ServeHTTP struct {
 	// a stateless client): every replica of a fleet needs the same key so that a retry can land
 	// on any of them. At least 32 bytes. Absent, each process makes a random key at start.
 	RequestStateKey Secret
+	// TLS makes the listener serve HTTPS itself (nil: plain HTTP, for loopback or behind a TLS
+	// proxy).
+	TLS *ServeTLS
+}
+
+// ServeTLS is the listener's certificate: PEM files, absolute paths (a Kubernetes secret volume
+// or a certificate manager's output). They are read at start and again when they change, so a
+// renewed certificate is served without a restart.
+type ServeTLS struct {
+	CertFile string // the certificate chain, leaf first
+	KeyFile  string // its private key
 }
 
 // Durations of the listener's timeouts.
@@ -226,7 +238,7 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	hp := p.key("http")
 	h, ok := d.object(hp, v, "token", "allowedOrigins", "allowedHosts", "sessionIdleTimeoutSeconds", "maxSessions", "maxSessionsPerClient",
 		"readHeaderTimeoutSeconds", "readBodyTimeoutSeconds", "idleTimeoutSeconds", "maxConnections",
-		"maxConnectionsPerClient", "requestStateKey")
+		"maxConnectionsPerClient", "requestStateKey", "tls")
 	if !ok {
 		return
 	}
@@ -262,6 +274,22 @@ func (d *decoder) serve(p path, v any, s *Serve) {
 	setInt(d, hp, h, "maxConnectionsPerClient", 0, 1000000, &s.HTTP.MaxConnectionsPerClient)
 	if v, ok := h["requestStateKey"]; ok {
 		d.secret(hp.key("requestStateKey"), v, &s.HTTP.RequestStateKey)
+	}
+	if v, ok := h["tls"]; ok {
+		tp := hp.key("tls")
+		if t, ok := d.object(tp, v, "certFile", "keyFile"); ok {
+			s.HTTP.TLS = &ServeTLS{}
+			d.setString(tp, t, "certFile", &s.HTTP.TLS.CertFile)
+			d.setString(tp, t, "keyFile", &s.HTTP.TLS.KeyFile)
+			for _, kf := range [][2]string{{"certFile", s.HTTP.TLS.CertFile}, {"keyFile", s.HTTP.TLS.KeyFile}} {
+				key, f := kf[0], kf[1]
+				if _, set := t[key]; !set {
+					d.errorf(tp, "%s is required (a certificate and its key)", key)
+				} else if !filepath.IsAbs(f) {
+					d.errorf(tp.key(key), "an absolute path is required, got %q", f)
+				}
+			}
+		}
 	}
 }
 

@@ -19,11 +19,13 @@ func TestServeHTTP(t *testing.T) {
 		{"everything", `{serve: {http: {token: "0123456789abcdef", allowedOrigins: ["HTTPS://App.Example:443", "http://x.example:8080"],
 			allowedHosts: ["MCP.example", "mcp.example:8443"], sessionIdleTimeoutSeconds: 60, maxSessions: 5,
 			maxSessionsPerClient: 2, readHeaderTimeoutSeconds: 2, readBodyTimeoutSeconds: 3, idleTimeoutSeconds: 4, maxConnections: 5,
-			maxConnectionsPerClient: 0, requestStateKey: {env: "STATE_KEY"}}}}`,
+			maxConnectionsPerClient: 0, requestStateKey: {env: "STATE_KEY"},
+			tls: {certFile: "/etc/tls/tls.crt", keyFile: "/etc/tls/tls.key"}}}}`,
 			ServeHTTP{Token: "0123456789abcdef", AllowedOrigins: []string{"https://app.example", "http://x.example:8080"},
 				AllowedHosts: []string{"mcp.example", "mcp.example:8443"}, SessionIdleTimeoutSeconds: 60, MaxSessions: 5,
 				MaxSessionsPerClient: 2, ReadHeaderTimeoutSeconds: 2, ReadBodyTimeoutSeconds: 3, IdleTimeoutSeconds: 4, MaxConnections: 5,
-				MaxConnectionsPerClient: 0, RequestStateKey: Secret{Env: "STATE_KEY"}}},
+				MaxConnectionsPerClient: 0, RequestStateKey: Secret{Env: "STATE_KEY"},
+				TLS: &ServeTLS{CertFile: "/etc/tls/tls.crt", KeyFile: "/etc/tls/tls.key"}}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

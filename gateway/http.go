@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,6 +24,7 @@ type Listener struct {
 	g     *Gateway
 	ln    net.Listener
 	opts  server.HTTPOptions
+	tls   *tls.Config // nil: plain HTTP
 	hs    *http.Server
 	calls *inFlight
 }
@@ -32,8 +34,31 @@ type Listener struct {
 // guarded by the configuration's serve section: a non-loopback address is refused unless
 // requests authenticate — serve.http.token (or $CODEMODE_TOKEN), serve.principals' tokens, or
 // serve.oauth — and Host and Origin are checked against the allowed ones; connections are capped
-// in all and per client address, with header, body and idle deadlines. Serve it with Serve.
+// in all and per client address, with header, body and idle deadlines. With serve.http.tls it
+// serves HTTPS with that certificate (read again when its files change). Serve it with Serve.
 func (g *Gateway) Listen(ctx context.Context, addr string) (*Listener, error) {
+	var tc *tls.Config
+	if t := g.Config().Serve.HTTP.TLS; t != nil {
+		files, err := loadCertFiles(*t)
+		if err != nil {
+			return nil, err
+		}
+		tc = files.tlsConfig()
+	}
+	return g.listen(ctx, addr, tc)
+}
+
+// ListenTLS is Listen over HTTPS: the listener terminates TLS itself with tlsConfig (which must
+// give a certificate: Certificates or GetCertificate; HTTP/2 is offered unless NextProtos says
+// otherwise), with every guard, cap and deadline of Listen. A plain-HTTP request to it gets 400.
+func (g *Gateway) ListenTLS(ctx context.Context, addr string, tlsConfig *tls.Config) (*Listener, error) {
+	if tlsConfig == nil || len(tlsConfig.Certificates) == 0 && tlsConfig.GetCertificate == nil && tlsConfig.GetConfigForClient == nil {
+		return nil, errors.New("gateway: ListenTLS needs a tls.Config with a certificate (Certificates or GetCertificate)")
+	}
+	return g.listen(ctx, addr, tlsConfig.Clone())
+}
+
+func (g *Gateway) listen(ctx context.Context, addr string, tlsConfig *tls.Config) (*Listener, error) {
 	cfg := g.Config()
 	opts, addr, err := httpOptions(addr, cfg.Serve)
 	if err != nil {
@@ -51,15 +76,21 @@ func (g *Gateway) Listen(ctx context.Context, addr string) (*Listener, error) {
 		return nil, err
 	}
 	hc := cfg.Serve.HTTP
-	l := &Listener{g: g, ln: server.LimitListener(tcp, hc.MaxConnections, hc.MaxConnectionsPerClient), opts: opts, calls: &inFlight{}}
+	l := &Listener{g: g, ln: server.LimitListener(tcp, hc.MaxConnections, hc.MaxConnectionsPerClient), opts: opts,
+		tls: tlsConfig, calls: &inFlight{}}
 	return l, nil
 }
 
 // Addr is the address the listener is bound to (with the port the system chose for ":0").
 func (l *Listener) Addr() net.Addr { return l.ln.Addr() }
 
-// URL is the MCP endpoint: http://ADDR/mcp.
-func (l *Listener) URL() string { return "http://" + l.ln.Addr().String() + "/mcp" }
+// URL is the MCP endpoint: http://ADDR/mcp, or https:// for ListenTLS.
+func (l *Listener) URL() string {
+	if l.tls != nil {
+		return "https://" + l.ln.Addr().String() + "/mcp"
+	}
+	return "http://" + l.ln.Addr().String() + "/mcp"
+}
 
 // Loopback reports whether the listener binds loopback addresses only.
 func (l *Listener) Loopback() bool { return l.opts.Loopback }
@@ -94,8 +125,8 @@ func (l *Listener) Auth() string {
 // is cut, and another replica takes it over (replay-safe calls reissued, others lost_on_replica).
 // An orchestrator's own grace (Kubernetes terminationGracePeriodSeconds) must be longer.
 func (l *Listener) Serve(ctx context.Context) error {
-	if !l.opts.Loopback {
-		l.g.log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front")
+	if !l.opts.Loopback && l.tls == nil {
+		l.g.log.Warn("serving on a non-loopback address over plain HTTP: the token travels in clear text; put a TLS proxy in front or use ListenTLS")
 	}
 	hc := l.g.Config().Serve.HTTP
 	l.hs = &http.Server{
@@ -105,7 +136,8 @@ func (l *Listener) Serve(ctx context.Context) error {
 		MaxHeaderBytes:    64 << 10,
 		// net/http's own complaints (TLS handshakes, bad requests it answers itself) go to the
 		// debug log: a client's garbage is not the operator's warning.
-		ErrorLog: slog.NewLogLogger(l.g.log.Handler(), slog.LevelDebug),
+		ErrorLog:  slog.NewLogLogger(l.g.log.Handler(), slog.LevelDebug),
+		TLSConfig: l.tls,
 	}
 	drained := make(chan struct{})
 	go func() {
@@ -113,7 +145,11 @@ func (l *Listener) Serve(ctx context.Context) error {
 		<-ctx.Done()
 		l.drain()
 	}()
-	if err := l.hs.Serve(l.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	serve := func() error { return l.hs.Serve(l.ln) }
+	if l.tls != nil {
+		serve = func() error { return l.hs.ServeTLS(l.ln, "", "") } // the certificate is in TLSConfig
+	}
+	if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	<-drained
