@@ -427,6 +427,52 @@ func TestAggregatorClientTraffic(t *testing.T) {
 	}
 	defer cs.Close()
 
+	// Before any session client set a level: a sessionless client's own _meta level is what its
+	// calls ask their 2026-07-28 upstream for (the fixture logs at info).
+	t.Run("sessionless logging", func(t *testing.T) {
+		var lmu sync.Mutex
+		var got []string
+		sl, err := mcp.NewClient(&mcp.Implementation{Name: "sessionless-logs", Version: "1"}, &mcp.ClientOptions{
+			LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+				lmu.Lock()
+				got = append(got, fmt.Sprint(r.Params.Data))
+				lmu.Unlock()
+			},
+		}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer sl.Close()
+		call := func(level string, want int) []string {
+			lmu.Lock()
+			got = nil
+			lmu.Unlock()
+			res, err := sl.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{mcp.MetaKeyLogLevel: level}, Name: "exec",
+				Arguments: map[string]any{"code": `return (await MCP.ref1.testToolWithLogging({})).content[0].text`}})
+			if err != nil || res.IsError {
+				t.Fatalf("%v %+v", err, res)
+			}
+			// The handler runs on a goroutine of its own: give the last ones time to arrive.
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				lmu.Lock()
+				n := len(got)
+				lmu.Unlock()
+				if n >= want && (want > 0 || time.Now().After(deadline.Add(-4800*time.Millisecond))) || time.Now().After(deadline) {
+					break
+				}
+			}
+			lmu.Lock()
+			defer lmu.Unlock()
+			return slices(got)
+		}
+		if logs := call("info", 3); strings.Join(logs, "|") != "Tool execution started|Tool processing data|Tool execution completed" {
+			t.Errorf("at info: %q", logs)
+		}
+		if logs := call("error", 0); len(logs) != 0 {
+			t.Errorf("at error: %q", logs)
+		}
+	})
+
 	t.Run("logging", func(t *testing.T) {
 		if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 			t.Fatal(err)

@@ -111,9 +111,10 @@ type parking struct {
 // attachment is the request waiting on a parking: its answers are sent on it, and the call's
 // progress and log messages go to its stream.
 type attachment struct {
-	ctx  context.Context
-	ss   *mcp.ServerSession
-	sink progress.Sink
+	ctx   context.Context
+	ss    *mcp.ServerSession
+	sink  progress.Sink
+	level string // the request's _meta log level ("" none)
 }
 
 type parkWork struct {
@@ -358,7 +359,7 @@ func (p *parking) tryAttach(ctx context.Context, req *mcp.CallToolRequest) bool 
 }
 
 func (p *parking) attachLocked(ctx context.Context, req *mcp.CallToolRequest) {
-	p.att = &attachment{ctx: ctx, ss: req.Session, sink: progress.From(ctx)}
+	p.att = &attachment{ctx: ctx, ss: req.Session, sink: progress.From(ctx), level: requestLogLevel(req)}
 	p.caps = req.ClientCapabilities()
 	if p.timer != nil {
 		p.timer.Stop()
@@ -709,6 +710,14 @@ func (c *parkClient) box(ctx context.Context) *mailbox {
 		return c.p.shared
 	}
 	return c.p.own
+}
+
+// LogLevel is the level the request waiting on the call asked for.
+func (c *parkClient) LogLevel() string {
+	if att := c.p.current(); att != nil {
+		return att.level
+	}
+	return ""
 }
 
 func (c *parkClient) Log(ctx context.Context, params *mcp.LoggingMessageParams) error {

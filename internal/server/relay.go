@@ -86,7 +86,30 @@ func (s *Server) clientOf(ctx context.Context, req mcp.Request) relay.Client {
 	if ss.ID() != "" {
 		return nil // a session that ended
 	}
-	return &sessionlessRelay{sessionRelay{ss: ss, id: "sessionless:" + s.requestScope(req), req: ctx}}
+	return &sessionlessRelay{sessionRelay: sessionRelay{ss: ss, id: "sessionless:" + s.requestScope(req), req: ctx},
+		level: requestLogLevel(req)}
+}
+
+// requestLogLevel is the log level a sessionless request names in its _meta (2026-07-28 has no
+// logging/setLevel), or "".
+func requestLogLevel(req mcp.Request) string {
+	var meta mcp.Meta
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	case *mcp.GetPromptRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	case *mcp.ReadResourceRequest:
+		if r.Params != nil {
+			meta = r.Params.Meta
+		}
+	}
+	level, _ := meta[mcp.MetaKeyLogLevel].(string)
+	return level
 }
 
 // requestScope is the scope key of a sessionless request (principal, conversation key).
@@ -125,7 +148,14 @@ func (s *Server) callContext(ctx context.Context, req mcp.Request) context.Conte
 
 // sessionlessRelay is the relay client of a sessionless request: it logs on the request's stream
 // (at the level the request's _meta names) and cannot ask.
-type sessionlessRelay struct{ sessionRelay }
+type sessionlessRelay struct {
+	sessionRelay
+	level string
+}
+
+// LogLevel is the level the request asked for: upstream calls made for it ask their servers for
+// it (internal/upstream's leveled).
+func (c *sessionlessRelay) LogLevel() string { return c.level }
 
 var errSessionless = errors.New("a sessionless (2026-07-28) client is asked only through the multi round-trip result of a tool call that declared elicitation or sampling")
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/codemode-go/codemode/internal/relay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -318,13 +319,21 @@ func (s *server) startFeatures(ctx context.Context, sess *session) {
 	go s.watchFeatures(sess)
 }
 
-// stampLogLevel puts the log level the gateway's clients asked for into a request's _meta for a
-// server on the sessionless protocol (2026-07-28), where the level travels with each request
-// instead of logging/setLevel.
-func (s *server) stampLogLevel(sess *session, meta *mcp.Meta) {
+// leveled is a downstream client whose requests carry their own log level (a sessionless
+// client: its _meta's io.modelcontextprotocol/logLevel).
+type leveled interface{ LogLevel() string }
+
+// stampLogLevel puts a log level into a request's _meta for a server on the sessionless
+// protocol (2026-07-28), where the level travels with each request instead of
+// logging/setLevel: the level of the client the call is for when its request named one, else
+// the one the gateway's session clients asked for.
+func (s *server) stampLogLevel(ctx context.Context, sess *session, meta *mcp.Meta) {
 	s.m.hookMu.Lock()
 	level := s.m.logLevel
 	s.m.hookMu.Unlock()
+	if c, ok := relay.From(ctx).(leveled); ok && knownLevel(mcp.LoggingLevel(c.LogLevel())) {
+		level = c.LogLevel()
+	}
 	ir := sess.cs.InitializeResult()
 	if level == "" || ir == nil || ir.ProtocolVersion < "2026-07-28" {
 		return

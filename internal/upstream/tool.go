@@ -234,7 +234,7 @@ func (c *callTool) execute(ctx context.Context, call *api.Call) (*api.Result, er
 	defer done()
 	defer s.track(ctx)()
 	params := &mcp.CallToolParams{Name: c.name, Arguments: json.RawMessage(args)}
-	s.stampLogLevel(sess, &params.Meta)
+	s.stampLogLevel(ctx, sess, &params.Meta)
 	if token, stop := s.progressFor(ctx, call); token != "" {
 		params.SetProgressToken(token)
 		defer stop()
