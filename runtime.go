@@ -292,9 +292,7 @@ func New(ctx context.Context, opts Options) (*Runtime, error) {
 			DefaultTimeout: cm.SnapshotTTL(), Trajectory: opts.Trajectory},
 		namespaces: namespace.NewRegistry()}
 	if opts.Admission != nil {
-		ac := admission.FromSettings(*opts.Admission, cm)
-		ac.OnIdle = quickjs.ReleaseIdleMemory // after a burst, pooled VM memories go back to the OS
-		c := admission.New(ac)
+		c := admission.New(admission.FromSettings(*opts.Admission, cm))
 		quickjs.SetMemoryPoolSize(c.MaxRunning())
 		rt.adm, rt.admc = controllerAdmitter{c}, c
 	}

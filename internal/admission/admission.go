@@ -41,10 +41,6 @@ type Config struct {
 	// MaxWait bounds how long a caller waits in the queue for a new VM (0: until its context
 	// ends).
 	MaxWait time.Duration
-	// IdleAfter and OnIdle: OnIdle runs once the controller has had no live VM for IdleAfter
-	// after a burst (to hand pooled memory back to the OS). Optional.
-	IdleAfter time.Duration
-	OnIdle    func()
 }
 
 // Error is a refusal. Its Code is "overloaded".
@@ -61,8 +57,6 @@ type Controller struct {
 	maxResident int // 0: unbounded
 	maxQueued   int
 	maxWait     time.Duration
-	idleAfter   time.Duration
-	onIdle      func()
 
 	mu       sync.Mutex
 	running  int            // VMs computing (holding a CPU share)
@@ -72,8 +66,6 @@ type Controller struct {
 	held     map[string]int // running VMs per session
 	queues   map[string]*sessionQueue
 	ring     []string // sessions with waiters, in round-robin order
-	idle     *time.Timer
-	burst    bool // a VM lived since the last OnIdle
 
 	rejected atomic.Uint64
 }
@@ -102,7 +94,7 @@ func New(c Config) *Controller {
 		n = min(n, resident)
 	}
 	return &Controller{maxRunning: n, maxResident: resident, maxQueued: max(c.MaxQueued, 0), maxWait: c.MaxWait,
-		idleAfter: c.IdleAfter, onIdle: c.OnIdle, held: map[string]int{}, queues: map[string]*sessionQueue{}}
+		held: map[string]int{}, queues: map[string]*sessionQueue{}}
 }
 
 // MaxRunning is the effective number of VMs that may compute at once (after the memory budget).
@@ -300,10 +292,6 @@ func (c *Controller) startLocked(session string, resume bool) {
 	c.held[session]++
 	if !resume {
 		c.resident++
-		c.burst = true
-		if c.idle != nil {
-			c.idle.Stop()
-		}
 	}
 }
 
@@ -319,13 +307,6 @@ func (c *Controller) stopLocked(session string) {
 func (c *Controller) endLocked() {
 	c.resident--
 	c.grantLocked()
-	if c.resident == 0 && c.queued == 0 && c.burst && c.onIdle != nil && c.idleAfter > 0 {
-		if c.idle == nil {
-			c.idle = time.AfterFunc(c.idleAfter, c.fireIdle)
-		} else {
-			c.idle.Reset(c.idleAfter)
-		}
-	}
 }
 
 // grantLocked hands free CPU shares (and memory, for new VMs) to waiters: each to the session
@@ -366,18 +347,6 @@ func (c *Controller) grantLocked() {
 		w.granted = true
 		close(w.ready)
 		c.startLocked(s, w.resume)
-	}
-}
-
-func (c *Controller) fireIdle() {
-	c.mu.Lock()
-	fire := c.resident == 0 && c.burst
-	if fire {
-		c.burst = false
-	}
-	c.mu.Unlock()
-	if fire {
-		c.onIdle()
 	}
 }
 

@@ -196,22 +196,6 @@ func TestHammer(t *testing.T) { // invariants under concurrency: never more than
 	waitFor(t, func() bool { return runtime.NumGoroutine() <= before })
 }
 
-func TestOnIdle(t *testing.T) {
-	fired := make(chan struct{}, 4)
-	c := New(Config{MaxRunning: 1, IdleAfter: 10 * time.Millisecond, OnIdle: func() { fired <- struct{}{} }})
-	r, _ := c.Acquire(context.Background(), "a")
-	r()
-	select {
-	case <-fired:
-	case <-time.After(5 * time.Second):
-		t.Fatal("OnIdle never ran after a burst")
-	}
-	time.Sleep(50 * time.Millisecond)
-	if len(fired) != 0 {
-		t.Fatal("OnIdle ran twice for one burst")
-	}
-}
-
 func isOverloaded(err error) bool {
 	var e *Error
 	return errors.As(err, &e) && e.Code() == "overloaded"

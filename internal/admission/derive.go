@@ -6,7 +6,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"time"
 
 	"github.com/codemode-go/codemode/config"
 )
@@ -29,7 +28,7 @@ func Derive(cfg *config.Config) Config {
 // FromSettings is Derive for settings given on their own (a library's Options.Admission).
 func FromSettings(a config.Admission, cm config.CodeMode) Config {
 	c := Config{MaxRunning: a.MaxRunning, MaxQueued: a.MaxQueued, MemoryBudget: a.MemoryBudgetBytes,
-		SlotBytes: cm.MemoryLimitBytes + slotOverhead, MaxWait: cm.Timeout(), IdleAfter: 10 * time.Second}
+		SlotBytes: cm.MemoryLimitBytes + slotOverhead, MaxWait: cm.Timeout()}
 	if c.MaxRunning == 0 {
 		c.MaxRunning = 4 * runtime.NumCPU()
 	}

@@ -4,6 +4,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero/experimental"
 )
@@ -14,8 +15,10 @@ import (
 // a previous VM survives into the next.
 //
 // The pool is bounded (by default 16 buffers; the gateway sets it to its number of admission
-// slots), so a burst of parallel VMs does not stay resident afterwards, and ReleaseIdleMemory
-// empties it and hands the memory back to the OS once the process is idle.
+// slots), and it empties itself once nothing has been allocated from it or returned to it for
+// poolIdle, handing the memory back to the OS: a burst of parallel VMs, or hot suspended runs
+// that expire long after it, do not stay resident (a soak left 256 MiB pooled for good when the
+// last memories came back from expiring runs after the admission's idle hook had fired).
 
 const (
 	// memReserve is the capacity a fresh buffer gets, so templates and typical cells never
@@ -30,9 +33,37 @@ const (
 
 var memPool = struct {
 	sync.Mutex
-	free [][]byte // len 0, cap ≤ memPoolMax
-	max  int
+	free  [][]byte // len 0, cap ≤ memPoolMax
+	max   int
+	use   uint64      // pool operations so far: the idle timer checks none happened since
+	timer *time.Timer // armed while the pool holds buffers
 }{max: 16}
+
+// poolIdle is how long the pool keeps buffers nobody takes (under memPool's lock: tests set it).
+var poolIdle = 10 * time.Second
+
+// touchLocked counts a pool operation and arms the idle release when buffers are held.
+func touchLocked() {
+	memPool.use++
+	if len(memPool.free) == 0 || memPool.timer != nil {
+		return
+	}
+	use := memPool.use
+	var fire func()
+	fire = func() {
+		memPool.Lock()
+		if memPool.use != use && len(memPool.free) > 0 { // used since: look again later
+			use = memPool.use
+			memPool.timer = time.AfterFunc(poolIdle, fire)
+			memPool.Unlock()
+			return
+		}
+		memPool.timer = nil
+		memPool.Unlock()
+		ReleaseIdleMemory()
+	}
+	memPool.timer = time.AfterFunc(poolIdle, fire)
+}
 
 // pooledBytes is the capacity held by the pool, for tests and metrics.
 var pooledBytes atomic.Int64
@@ -50,13 +81,16 @@ func SetMemoryPoolSize(n int) {
 }
 
 // ReleaseIdleMemory empties the pool and returns freed memory to the OS. It costs a garbage
-// collection: call it when the process has been idle for a while, not per exec.
+// collection: the pool calls it itself after poolIdle without use.
 func ReleaseIdleMemory() {
 	memPool.Lock()
+	had := len(memPool.free) > 0
 	memPool.free = nil
 	pooledBytes.Store(0)
 	memPool.Unlock()
-	debug.FreeOSMemory()
+	if had {
+		debug.FreeOSMemory()
+	}
 }
 
 // PooledMemory is the capacity of the buffers kept for reuse.
@@ -72,6 +106,7 @@ func (pooledAllocator) Allocate(capacity, max uint64) experimental.LinearMemory 
 		memPool.free = memPool.free[:n-1]
 		pooledBytes.Add(-int64(cap(m.buf)))
 	}
+	touchLocked()
 	memPool.Unlock()
 	if m.buf == nil {
 		m.buf = make([]byte, 0, min(max, max64(capacity, memReserve)))
@@ -122,6 +157,7 @@ func (m *linearMemory) Free() {
 			memPool.free = append(memPool.free, m.buf[:0])
 			pooledBytes.Add(int64(cap(m.buf)))
 		}
+		touchLocked()
 		memPool.Unlock()
 	}
 	m.buf = nil

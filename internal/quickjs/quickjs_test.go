@@ -345,3 +345,45 @@ func TestMemoryPoolBounded(t *testing.T) { // bursts do not stay resident
 		t.Fatal("ReleaseIdleMemory kept buffers")
 	}
 }
+
+// The pool hands its buffers back by itself once nobody has used it for poolIdle, whatever
+// returned them (a burst's VMs, or hot suspended runs expiring long after it); while it is in
+// use it keeps them.
+func TestMemoryPoolEmptiesWhenIdle(t *testing.T) {
+	setIdle := func(d time.Duration) time.Duration { // a timer armed with the old value goes
+		memPool.Lock()
+		defer memPool.Unlock()
+		old := poolIdle
+		poolIdle = d
+		if memPool.timer != nil {
+			memPool.timer.Stop()
+			memPool.timer = nil
+		}
+		return old
+	}
+	defer setIdle(setIdle(300 * time.Millisecond))
+	ReleaseIdleMemory()
+	m := memAllocator.Allocate(1<<20, 64<<20).(*linearMemory)
+	m.Reallocate(1 << 20)
+	m.Free()
+	if PooledMemory() == 0 {
+		t.Fatal("nothing pooled")
+	}
+	// In use: an allocate-and-free every 10 ms keeps the buffer pooled.
+	for range 20 {
+		time.Sleep(10 * time.Millisecond)
+		m := memAllocator.Allocate(1<<20, 64<<20).(*linearMemory)
+		m.Reallocate(1 << 20)
+		m.Free()
+	}
+	if PooledMemory() == 0 {
+		t.Fatal("the pool emptied while in use")
+	}
+	deadline := time.Now().Add(10 * time.Second) // generous: the bound proves it happens at all
+	for PooledMemory() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool kept its buffers though nobody used it")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
