@@ -113,7 +113,7 @@ func TestSoak(t *testing.T) {
 		_, _ = warm.CallTool(context.Background(), &mcp.CallToolParams{Name: "exec", Arguments: c})
 	}
 	warm.Close()
-	time.Sleep(12 * time.Second) // admission's idle hand-back runs 10 s after the last VM
+	time.Sleep(12 * time.Second) // the VM memory pool empties 10 s after its last use
 	before := sample()
 
 	var peak soakSample
