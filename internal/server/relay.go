@@ -90,25 +90,30 @@ func (s *Server) clientOf(ctx context.Context, req mcp.Request) relay.Client {
 		level: requestLogLevel(req)}
 }
 
-// requestLogLevel is the log level a sessionless request names in its _meta (2026-07-28 has no
-// logging/setLevel), or "".
-func requestLogLevel(req mcp.Request) string {
-	var meta mcp.Meta
+// requestMeta is the _meta of a request the relay serves (tools/call, prompts/get,
+// resources/read), or nil.
+func requestMeta(req mcp.Request) mcp.Meta {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
 		if r.Params != nil {
-			meta = r.Params.Meta
+			return r.Params.Meta
 		}
 	case *mcp.GetPromptRequest:
 		if r.Params != nil {
-			meta = r.Params.Meta
+			return r.Params.Meta
 		}
 	case *mcp.ReadResourceRequest:
 		if r.Params != nil {
-			meta = r.Params.Meta
+			return r.Params.Meta
 		}
 	}
-	level, _ := meta[mcp.MetaKeyLogLevel].(string)
+	return nil
+}
+
+// requestLogLevel is the log level a sessionless request names in its _meta (2026-07-28 has no
+// logging/setLevel), or "".
+func requestLogLevel(req mcp.Request) string {
+	level, _ := requestMeta(req)[mcp.MetaKeyLogLevel].(string)
 	return level
 }
 
@@ -120,22 +125,7 @@ func (s *Server) requestScope(req mcp.Request) string {
 	if post != nil {
 		id, conv = post.id, post.conv
 	}
-	var meta mcp.Meta
-	switch r := req.(type) {
-	case *mcp.CallToolRequest:
-		if r.Params != nil {
-			meta = r.Params.Meta
-		}
-	case *mcp.GetPromptRequest:
-		if r.Params != nil {
-			meta = r.Params.Meta
-		}
-	case *mcp.ReadResourceRequest:
-		if r.Params != nil {
-			meta = r.Params.Meta
-		}
-	}
-	if c := conversationKey(meta); c != "" {
+	if c := conversationKey(requestMeta(req)); c != "" {
 		conv = c
 	}
 	return scopeKey(runContext(id, nil, conv))
