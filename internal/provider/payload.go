@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 )
@@ -20,10 +21,15 @@ import (
 // It runs on every request, so it uses gjson, which skips the messages instead of decoding
 // them (encoding/json would make long histories cost milliseconds). JSON parsers disagree on
 // duplicated keys (first or last wins), so a duplicated key on the path to a name is an error:
-// the check must never see a different tool list than the server.
+// the check must never see a different tool list than the server. For the same reason a body
+// that is not UTF-8 is an error: gjson keeps invalid bytes in a string where other decoders
+// (encoding/json) read U+FFFD.
 func toolNames(body []byte) ([]string, error) {
 	if len(body) == 0 {
 		return nil, nil
+	}
+	if !utf8.Valid(body) {
+		return nil, errors.New("the body is not valid UTF-8")
 	}
 	if !gjson.ValidBytes(body) {
 		return nil, errors.New("the body is not valid JSON")
