@@ -174,15 +174,15 @@ func NewIndex(docs []Doc) *Index {
 	// Pass 1: words per field, the raw vocabulary (for compound splitting)
 	// and the exact-name keys.
 	fieldWords := make([][numFields][]string, n)
-	// arena holds all the words; fieldWords slice it (one buffer, not one per field), sized from
-	// the text (about one word per 6 bytes of English, one per 3 of CJK).
+	// The fields' texts first, so that the arena — it holds all the words, and fieldWords slice
+	// it: one buffer, not one per field — is sized from all of them (about one word per 6 bytes of
+	// English, one per 3 of CJK). Growing it mid-way copied half a million strings at 10,000 tools
+	// and kept the old buffer alive for the collector to scan.
+	allTexts := make([][numFields]string, n)
 	size := 0
-	for _, d := range docs {
-		size += min(len(d.Description), maxDescriptionBytes) + len(d.Name) + len(d.Title) + 8*len(d.Params)
-	}
-	arena := make([]string, 0, size/5+16)
 	for i, d := range docs {
-		texts := [numFields]string{
+		t := &allTexts[i]
+		*t = [numFields]string{
 			fName:   textcut.Prefix(d.Name, maxFieldBytes),
 			fTitle:  textcut.Prefix(d.Title, maxFieldBytes),
 			fParams: textcut.Prefix(strings.Join(d.Params, " "), maxDescriptionBytes),
@@ -191,8 +191,16 @@ func NewIndex(docs []Doc) *Index {
 			fLead:   leadSentence(d.Description),
 		}
 		if fieldWeight[fParamDocs] > 0 && !knobs.noParamDocs {
-			texts[fParamDocs] = paramDocsText(d.ParamDocs)
+			t[fParamDocs] = paramDocsText(d.ParamDocs)
 		}
+		for _, text := range t {
+			size += len(text)
+		}
+	}
+	arena := make([]string, 0, size/5+16)
+	for i, d := range docs {
+		texts := allTexts[i]
+		allTexts[i] = [numFields]string{}
 		for f, text := range texts {
 			if text == "" {
 				continue
