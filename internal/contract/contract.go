@@ -12,8 +12,6 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 )
 
 // Schema is a compiled JSON Schema.
@@ -81,30 +79,20 @@ func schemaProblem(err error) string {
 	const most = 3
 	var parts []string
 	more := 0
-	var walk func(v *jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
-			for _, c := range v.Causes {
-				walk(c)
-			}
-			return
-		}
+	for _, l := range leaves(ve) {
 		if len(parts) == most {
 			more++
-			return
+			continue
 		}
-		at := "/" + strings.Join(v.InstanceLocation, "/")
-		parts = append(parts, "at "+at+": "+v.ErrorKind.LocalizedString(englishPrinter))
+		at := "/" + strings.Join(l.InstanceLocation, "/")
+		parts = append(parts, "at "+at+": "+l.ErrorKind.LocalizedString(printer))
 	}
-	walk(ve)
 	out := "not a valid JSON Schema (" + strings.Join(parts, "; ")
 	if more > 0 {
 		out += fmt.Sprintf("; %d more", more)
 	}
 	return out + ")"
 }
-
-var englishPrinter = message.NewPrinter(language.English)
 
 // ErrTooCostly: checking the value against the schema would take more than the evaluation
 // budget (cost.go).

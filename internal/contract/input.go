@@ -126,33 +126,43 @@ func (s *Schema) ValidateInput(doc []byte) (verr error) {
 	if err == nil || !errors.As(err, &ve) {
 		return nil
 	}
-	var leaves []*jsonschema.ValidationError
+	out := &InputError{}
+	for _, l := range leaves(ve) {
+		if _, cycle := l.ErrorKind.(*kind.RefCycle); cycle {
+			return nil // the schema's fault, not the input's
+		}
+		out.add(jsPath(l.InstanceLocation), l)
+	}
+	return out
+}
+
+// leaves are the failures a validation error is made of, in order: the errors without causes.
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	var out []*jsonschema.ValidationError
 	var walk func(v *jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
 		if len(v.Causes) == 0 {
-			leaves = append(leaves, v)
+			out = append(out, v)
 		}
 		for _, c := range v.Causes {
 			walk(c)
 		}
 	}
 	walk(ve)
-	out := &InputError{}
-	for _, l := range leaves {
-		if _, cycle := l.ErrorKind.(*kind.RefCycle); cycle {
-			return nil // the schema's fault, not the input's
-		}
-		if len(out.Failures) == maxReported {
-			out.More++
-			continue
-		}
-		text := l.ErrorKind.LocalizedString(printer)
-		if len(text) > maxFailureText {
-			text = text[:maxFailureText] + "…"
-		}
-		out.Failures = append(out.Failures, jsPath(l.InstanceLocation)+": "+text)
-	}
 	return out
+}
+
+// add reports one failing leaf at path (its text clipped), or counts it past maxReported.
+func (e *InputError) add(path string, l *jsonschema.ValidationError) {
+	if len(e.Failures) == maxReported {
+		e.More++
+		return
+	}
+	text := l.ErrorKind.LocalizedString(printer)
+	if len(text) > maxFailureText {
+		text = text[:maxFailureText] + "…"
+	}
+	e.Failures = append(e.Failures, path+": "+text)
 }
 
 // jsPath renders a JSON pointer's tokens as a JavaScript access path: input.items[0].name.
@@ -234,24 +244,8 @@ func (s *Schema) ValidateValue(doc []byte) (verr error) {
 		return err
 	}
 	out := &InputError{}
-	var walk func(v *jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) > 0 {
-			for _, c := range v.Causes {
-				walk(c)
-			}
-			return
-		}
-		if len(out.Failures) == maxReported {
-			out.More++
-			return
-		}
-		text := v.ErrorKind.LocalizedString(printer)
-		if len(text) > maxFailureText {
-			text = text[:maxFailureText] + "…"
-		}
-		out.Failures = append(out.Failures, "value"+strings.TrimPrefix(jsPath(v.InstanceLocation), "input")+": "+text)
+	for _, l := range leaves(ve) {
+		out.add("value"+strings.TrimPrefix(jsPath(l.InstanceLocation), "input"), l)
 	}
-	walk(ve)
 	return out
 }
