@@ -122,7 +122,6 @@ type mcpEndpoint struct {
 
 func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	id, _ := identityFrom(r.Context())
-	id.client = clientOf(id, r)
 	r.Header.Del(postHeader)
 	sid := r.Header.Get("Mcp-Session-Id")
 	if sid != "" {
@@ -171,6 +170,8 @@ func (e *mcpEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusAccepted) // an unknown notification is ignored
 		return
 	case check.method == "initialize" && sid == "" && !less:
+		// The session this request opens is registered with the identity its post carries.
+		id.client = clientOf(id, r)
 		if refusal := e.s.makeRoom(id.client, e.opts.MaxSessions, e.opts.MaxSessionsPerClient); refusal != "" {
 			w.Header().Set("Retry-After", "5")
 			writeRPCError(w, http.StatusServiceUnavailable, check.id, -32005, refusal)

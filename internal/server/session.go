@@ -73,6 +73,10 @@ func (ss *sessions) use(key string) func() {
 	}
 }
 
+// counted reports whether a session counts against serve.http.maxSessions: live, initialized and
+// addressable (Mcp-Session-Id); requests without a session make short-lived ones that do not.
+func counted(ms *mcp.ServerSession) bool { return ms.ID() != "" && ms.InitializeParams() != nil }
+
 // makeRoom decides whether client may open one more HTTP session, closing another to make room
 // when the bounds are reached, and returns why not ("" when it may). Sessions are a shared
 // resource that clients abandon (a client that opens one per call, or dies without DELETE), so
@@ -92,7 +96,7 @@ func (s *Server) makeRoom(client string, maxSessions, perClient int) string {
 	held := map[string]int{}
 	total := 0
 	for ms, st := range ss.byPtr {
-		if ms.ID() != "" && ms.InitializeParams() != nil {
+		if counted(ms) {
 			held[st.client]++
 			total++
 		}
@@ -116,7 +120,7 @@ func (s *Server) makeRoom(client string, maxSessions, perClient int) string {
 	var victim *mcp.ServerSession
 	var vst *session
 	for ms, st := range ss.byPtr {
-		if from == "" || st.client != from || st.inUse > 0 || ms.ID() == "" || ms.InitializeParams() == nil {
+		if from == "" || st.client != from || st.inUse > 0 || !counted(ms) {
 			continue
 		}
 		if vst == nil || st.lastUsed.Before(vst.lastUsed) {
