@@ -822,21 +822,23 @@ func TestNoLeaksAfterCancelAndExpiry(t *testing.T) { // W7, issue 4: nothing lef
 			rt.CancelRun(r.RunID) // the other half expire (TTL 1 s)
 		}
 	}
+	// The heap is judged like the rest: within the deadline, so that what the package's earlier
+	// tests still have in flight (a store's reconnecting client, a closing server) settles first;
+	// a leak stays and fails.
 	deadline := time.Now().Add(10 * time.Second)
 	var after runtimeStats
 	for {
 		runtimeGC()
 		after.read()
-		if rt.Stats().SuspendedRuns == 0 && after.goroutines <= before.goroutines+2 {
+		grown := int64(after.heap) - int64(before.heap)
+		if rt.Stats().SuspendedRuns == 0 && after.goroutines <= before.goroutines+2 && grown <= 16<<20 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("left behind: %d suspended runs, goroutines %d → %d", rt.Stats().SuspendedRuns, before.goroutines, after.goroutines)
+			t.Fatalf("left behind: %d suspended runs, goroutines %d → %d, heap grew by %d bytes after every run was dropped (%+v)",
+				rt.Stats().SuspendedRuns, before.goroutines, after.goroutines, grown, rt.Stats())
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if grown := int64(after.heap) - int64(before.heap); grown > 16<<20 {
-		t.Fatalf("heap grew by %d bytes after every run was dropped (%+v)", grown, rt.Stats())
 	}
 }
 
