@@ -474,6 +474,19 @@ func TestSwarmQueueOrder(t *testing.T) {
 					const hit = await tools.lookup({q: "while children wait"}); // needs the one tool slot
 					return [hit.hit, await Promise.all(kids)];`})
 			}()
+			queued := func() int {
+				n := 0
+				for _, ev := range rig.rec.Events(api.EventUpdate) {
+					if ev.Update != nil && strings.Contains(ev.Update.Text, "queued") {
+						n++
+					}
+				}
+				return n
+			}
+			// Releases start once the cell has admitted all six: a child released while the
+			// VM is still admitting (a loaded machine) frees its slot, and a later child then
+			// rightly says nothing about a queue.
+			waitFor(func() bool { return queued() >= 4 })
 			for i := 0; i < 6; i++ {
 				want := min(i+2, 6)
 				if !waitFor(func() bool { mu.Lock(); defer mu.Unlock(); return len(order) >= want }) {
@@ -492,18 +505,6 @@ func TestSwarmQueueOrder(t *testing.T) {
 			if strings.Join(order, ",") != "c0,c1,c2,c3,c4,c5" || most.Load() != 2 {
 				t.Fatalf("order %v, at most %d at once", order, most.Load())
 			}
-			// The status notes reach the trajectory through the group's relay goroutine, which may
-			// still be writing the last one when the exec returns on a loaded machine.
-			queued := func() int {
-				n := 0
-				for _, ev := range rig.rec.Events(api.EventUpdate) {
-					if ev.Update != nil && strings.Contains(ev.Update.Text, "queued") {
-						n++
-					}
-				}
-				return n
-			}
-			waitFor(func() bool { return queued() >= 4 })
 			if n := queued(); n != 4 {
 				t.Errorf("%d children said they were queued, want 4", n)
 			}
